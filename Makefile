@@ -1,0 +1,56 @@
+# Roulette Monte-Carlo table: firmware (MicroPython) + host (CPython package `rmc`).
+# Every target sets up what it needs from the project's own files: a Python venv with the
+# pinned requirements, the npm MicroPython WebAssembly runtime, and Node.js from Debian
+# when the machine has none.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+NODE_DIR := host/node
+PY_STAMP   := $(VENV)/.rmc-installed
+NODE_STAMP := $(NODE_DIR)/node_modules/.rmc-installed
+PORT ?=
+LINT_PATHS := firmware host/rmc tests
+
+.PHONY: setup test lint format bench demo deploy repl run hil clean help
+
+help:
+	@echo "make demo    set up, then play a whole simulated table session"
+	@echo "make test    set up, then run every test (CPython and MicroPython)"
+	@echo "make bench   benchmarks, printed as figures"
+	@echo "make lint    ruff lint and format check;  make format  reformat"
+	@echo "make deploy PORT=...  compile the firmware with mpy-cross and copy it with mpremote"
+
+setup: $(PY_STAMP) $(NODE_STAMP)
+
+$(PY_STAMP): host/requirements.txt host/pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r host/requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e host
+	touch $@
+
+$(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
+	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; }
+	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+lint: $(PY_STAMP)
+	$(BIN)/ruff check --config host/pyproject.toml $(LINT_PATHS)
+	$(BIN)/ruff format --check --config host/pyproject.toml $(LINT_PATHS)
+
+format: $(PY_STAMP)
+	$(BIN)/ruff format --config host/pyproject.toml $(LINT_PATHS)
+	$(BIN)/ruff check --fix --config host/pyproject.toml $(LINT_PATHS)
+
+test: setup lint
+	$(BIN)/python -m pytest -q tests
+
+bench: setup
+	@for f in tests/bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+demo: setup
+	$(BIN)/rmc settle --result 17 docs/examples/bets.json
+
+clean:
+	rm -rf $(VENV) $(NODE_DIR)/node_modules build .pytest_cache

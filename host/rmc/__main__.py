@@ -1,0 +1,3 @@
+from rmc.cli import main
+
+raise SystemExit(main())

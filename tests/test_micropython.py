@@ -1,0 +1,76 @@
+"""Run every firmware test (tests/fw/test_*.py) a second time, under real MicroPython.
+
+pytest already runs those files under CPython. Here each file is run once in MicroPython's
+official WebAssembly port (host/node/mprun.mjs), with firmware/ and tests/fw/ copied into its
+file system, and each test function becomes one pytest case that passes only if it passed there.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from rmc import FIRMWARE_DIR, ROOT
+
+FW_TESTS = Path(__file__).parent / "fw"
+MPRUN = ROOT / "host" / "node" / "mprun.mjs"
+MARK = "@@RMC-TEST"
+
+
+def _cases() -> list[tuple[str, str]]:
+    cases = []
+    for path in sorted(FW_TESTS.glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                cases.append((path.stem, node.name))
+    return cases
+
+
+def run_micropython(
+    script: Path, *args: str, heap: str = "2M", timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """Run a script under MicroPython with firmware/ at /fw and tests/fw/ at /tests on sys.path."""
+    cmd = [
+        "node",
+        str(MPRUN),
+        "--heap",
+        heap,
+        "--mount",
+        f"{FIRMWARE_DIR}:/fw",
+        "--mount",
+        f"{FW_TESTS}:/tests",
+        "--path",
+        "/fw,/tests",
+        "--cwd",
+        "/tests",
+        "--script",
+        str(script),
+        "--",
+        *args,
+    ]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+@functools.cache
+def _module_results(module: str) -> tuple[dict[str, str], str]:
+    proc = run_micropython(FW_TESTS / "mpyrun.py", module)
+    results: dict[str, str] = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK + " "):
+            _, name, status, *rest = line.split(" ", 3)
+            results[name] = status if status != "FAIL" else "FAIL " + " ".join(rest)
+    return results, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize(("module", "test"), _cases(), ids=lambda v: v)
+def test_under_micropython(module: str, test: str) -> None:
+    results, output = _module_results(module)
+    assert "__end__" in results, f"MicroPython run of {module} did not finish:\n{output[-3000:]}"
+    assert test in results, f"{test} not run under MicroPython:\n{output[-3000:]}"
+    status = results[test]
+    assert status == "PASS", status.replace("\\n", "\n")
