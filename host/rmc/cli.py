@@ -13,7 +13,7 @@ import sys
 
 # (module, help) in the order `rmc --help` shows them.
 COMMANDS: list[str] = [
-    "rmc.settle_cli",
+    "rmc.commands.settle",
 ]
 
 

@@ -1,0 +1,62 @@
+# Protocol vocabulary shared by the firmware and the host: frame types, field names, state,
+# void and fault codes. The wire format itself (framing, CRC-32, HMAC) is specified in
+# docs/protocol.md and implemented in rmcfw.frames; this module only names things, once.
+from micropython import const
+
+VERSION = const(1)
+
+# Frame types, firmware -> host. Short codes keep lines small on a 115200 baud RS-485 line.
+T_BOOT = "BOOT"  # fw, wheel (definition hash), reset (last reset cause), faults (still active)
+T_STATUS = "STAT"  # state, spin, rotor_ms (ms per rotor turn), rdir, lid
+T_SESSION_OPEN = "SOPEN"  # chef (chef de table's id), session
+T_SESSION_CLOSE = "SCLOSE"  # chef, session, spins
+T_LAST_THREE = "LAST3"  # last (spin number of the session's last spin), left (spins left)
+T_LAUNCH = "LAUNCH"  # spin, rdir (rotor direction), bdir (ball direction)
+T_REV = "REV"  # spin, n (revolution count), period_us
+T_RNVP = "RNVP"  # spin, drop_ms (predicted drop, firmware ms clock), lead_ms, why (fit|limit)
+T_DROP = "DROP"  # spin, revs
+T_RESULT = "RES"  # spin, num, colour, parity, half (manque/passe; "-" for green)
+T_VOID = "VOID"  # spin, reason (V_* below)
+T_INCIDENT = "INC"  # spin, step (start|ball_back|relaunch)
+T_FAULT = "FAULT"  # code (F_* below), on (1 raised, 0 cleared), detail
+T_LID = "LID"  # locked (1/0)
+T_TAMPER = "TAMP"  # what
+T_RECALL = "RECALL"  # n, games ("spin:num" list, newest last)
+T_ACK = "ACK"  # cmd, ok (1/0), detail: the answer to a host command
+
+# Commands, host -> firmware.
+C_STATUS = "STATUS"
+C_RESEND = "RESEND"  # boot, seq: resend the journal from (boot, seq)
+C_RECALL = "RECALL"  # n (>= 10 kept)
+C_OPEN = "OPEN"  # chef
+C_CLOSE = "CLOSE"  # chef
+C_LAST_THREE = "LAST3"
+C_SET = "SET"  # key, value: a threshold
+
+# Spin states (the STAT frame's `state`).
+S_CLOSED = "closed"  # lid locked, no session
+S_OPEN = "open"  # session open, wheel idle
+S_BETS = "bets"  # place your bets (ball held by the croupier, or rotor turning)
+S_TRACK = "track"  # ball on the track, bets still open
+S_RNVP = "rnvp"  # "rien ne va plus" called
+S_DROPPED = "dropped"  # ball left the track, bouncing among the pockets
+S_RESULT = "result"  # ball at rest, result announced
+S_INCIDENT = "incident"  # object in the cylinder: procedure of decree 1-4
+
+# Void reasons.
+V_SAME_DIR = "same_dir"  # ball spun the rotor's way
+V_NOT_REVERSED = "not_reversed"  # rotor turned the same way as on the previous spin
+V_FEW_REVS = "few_revs"  # fewer than 4 ball revolutions
+V_OBJECT = "object"  # object in the cylinder
+V_BALL_OUT = "ball_out"  # ball left the wheel
+V_SENSORS = "sensors"  # sensors disagree
+
+# Fault codes.
+F_POCKET_STUCK_ON = "pocket_stuck_on"
+F_POCKET_STUCK_OFF = "pocket_stuck_off"
+F_TWO_POCKETS = "two_pockets"
+F_NO_POCKET = "no_pocket"
+F_ROTOR = "rotor_sensor"
+F_BALL = "ball_sensor"
+F_WATCHDOG = "watchdog"
+F_STORAGE = "storage"

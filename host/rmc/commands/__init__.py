@@ -1,0 +1,1 @@
+"""CLI sub-commands of `rmc`, one module each (see rmc.cli)."""
