@@ -60,3 +60,34 @@ F_ROTOR = "rotor_sensor"
 F_BALL = "ball_sensor"
 F_WATCHDOG = "watchdog"
 F_STORAGE = "storage"
+
+# --- Wire details added with the frame codec (docs/protocol.md) ---
+
+# Line starts: "$" a frame from the firmware, ">" a command from the host. A frame sent again
+# from the journal (answer to RESEND) is prefixed with RESENT, outside its CRC: the bytes of
+# the frame itself are exactly those first sent.
+FRAME_START = "$"
+COMMAND_START = ">"
+RESENT = "~"
+
+# Field names used by the wire layer itself.
+K_PREV = "prev"  # BOOT: "boot:seq" of the last frame in the journal before this boot ("-" none)
+K_CMD = "cmd"  # ACK: the command answered
+K_CSEQ = "cseq"  # ACK: the seq of the command answered
+K_OK = "ok"  # ACK: 1 done, 0 refused
+K_DETAIL = "detail"  # ACK: why refused (A_* below), or what was done
+K_NEXT = "next"  # ACK of a stale command: the lowest command seq now accepted
+K_COUNT = "n"  # ACK of RESEND: frames sent again; TAMP: refusals since the last TAMP
+K_LAST = "last"  # RESEND: last seq wanted (inclusive, optional)
+
+# Why a command is refused (ACK ok=0 detail=...).
+A_AUTH = "auth"  # missing or wrong HMAC tag (also logged as a TAMP frame, what=cmd_auth)
+A_STALE = "stale"  # command seq not above the last accepted one: a replay, or a host restart
+A_BOOT = "boot"  # addressed to another boot of the firmware: a replay from an earlier boot
+A_TABLE = "table"  # addressed to another table
+A_UNKNOWN = "unknown"  # no such command
+A_BAD = "bad"  # missing or invalid field
+A_BUSY = "busy"  # not possible in the current state (handler's answer)
+
+# TAMP `what` values raised by the wire layer.
+W_CMD_AUTH = "cmd_auth"

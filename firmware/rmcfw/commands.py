@@ -1,0 +1,207 @@
+# The firmware's end of the wire (docs/protocol.md): frames out through the journal, host
+# commands in, checked (CRC, HMAC when a key is set, addressed to this table and this boot,
+# command seq strictly increasing) before anything is done. RESEND and RECALL are served here
+# from the journal; the other commands go to the table's handler.
+from micropython import const
+
+from rmcfw import frames, proto
+
+_MAX_RESEND = const(200)  # frames per RESEND answer: the host asks again for the rest
+_TAMP_EVERY_MS = const(1000)  # at most one TAMP frame per second for refused commands
+RECALL_MIN = const(10)  # games recalled at least (regulators ask for the last 10)
+
+_COMMANDS = (
+    proto.C_STATUS,
+    proto.C_RESEND,
+    proto.C_RECALL,
+    proto.C_OPEN,
+    proto.C_CLOSE,
+    proto.C_LAST_THREE,
+    proto.C_SET,
+)
+
+
+class Wire:
+    """Joins an Encoder, a Journal and the line to the host.
+
+    write(data): sends bytes to the host (UART, USB CDC, a test link).
+    handler(cmd, fields): the table's answer to STATUS, OPEN, CLOSE, LAST3, SET (and RECALL
+    if it keeps its own record of games): returns (ok, detail). Without a handler those
+    commands are answered ok=0 detail=busy, except STATUS (ok=1) and RECALL (from the journal).
+    log(reason, line): called for every refused command (after its ACK).
+    """
+
+    def __init__(self, encoder, journal, write, handler=None, log=None, key=None):
+        self.enc = encoder
+        self.journal = journal
+        self.write = write
+        self.handler = handler
+        self.log = log
+        self._hmac = frames.Hmac(key) if key else None
+        self._inbuf = bytearray(frames.MAX_LINE + 2)
+        self._inlen = 0
+        self._overflow = False
+        self.cmd_seq = 0  # last accepted command seq in this boot
+        self.refused = 0  # refused commands since the last TAMP frame
+        self._tamp_ms = None
+        self.ms = 0  # the firmware's clock, updated by the caller (ticks_ms)
+
+    # --- out ---
+
+    def emit(self, ftype, fields=()):
+        """Build, journal, then send one frame; returns its seq."""
+        line = self.enc.frame(ftype, fields, ms=self.ms)
+        # Journal first: a frame the host may have seen is always one it can ask for again.
+        self.journal.append(line)
+        self.write(line)
+        return self.enc.seq
+
+    def boot(self, fw, wheel, reset, faults="", prev=None):
+        """The BOOT frame. prev: journal.last() taken before this boot's journal.start()."""
+        p = "-" if prev is None else "%d:%d" % prev
+        return self.emit(
+            proto.T_BOOT,
+            ("fw", fw, "wheel", wheel, "reset", reset, "faults", faults, proto.K_PREV, p),
+        )
+
+    # --- in ---
+
+    def feed(self, data):
+        """Bytes from the host, any amount: each complete line is handled as a command."""
+        buf = self._inbuf
+        for b in data:
+            if b == 0x0A:
+                if self._overflow:
+                    self._overflow = False
+                elif self._inlen:
+                    self.command(memoryview(buf)[0 : self._inlen])
+                self._inlen = 0
+            elif b == 0x0D:
+                continue
+            elif self._inlen >= frames.MAX_LINE:
+                self._overflow = True  # too long to be a command: drop it whole
+                self._inlen = 0
+            elif not self._overflow:
+                buf[self._inlen] = b
+                self._inlen += 1
+
+    def command(self, line):
+        """Handle one command line (without newline). Returns (ok, detail) for tests."""
+        line = bytes(line)
+        start = line.find(b">")
+        if start < 0:
+            return False, "noise"  # not for us (an echo, REPL noise): no answer
+        line = line[start:]
+        try:
+            f = frames.decode(line, hmac=self._hmac)
+        except frames.AuthError:
+            return self._refuse(None, 0, proto.A_AUTH, line)
+        except frames.FrameError:
+            # A damaged line gets no answer: the host repeats what was not acknowledged.
+            return False, "crc"
+        if f.start != frames.COMMAND_START:
+            return False, "noise"
+        if f.table != self.enc.table:
+            return self._refuse(f.type, f.seq, proto.A_TABLE, line)
+        # boot=0 is only good for STATUS: a host that has not heard from us yet.
+        if f.boot != self.enc.boot and not (f.boot == 0 and f.type == proto.C_STATUS):
+            return self._refuse(f.type, f.seq, proto.A_BOOT, line)
+        if f.seq <= self.cmd_seq:
+            return self._refuse(f.type, f.seq, proto.A_STALE, line)
+        if f.type not in _COMMANDS:
+            self.cmd_seq = f.seq
+            return self._refuse(f.type, f.seq, proto.A_UNKNOWN, line)
+        self.cmd_seq = f.seq
+        extra = ()
+        try:
+            if f.type == proto.C_RESEND:
+                ok, detail = True, ""
+                extra = (proto.K_COUNT, self._resend(f))
+            elif f.type == proto.C_RECALL and self.handler is None:
+                ok, detail = self._recall(f)
+            elif self.handler is not None:
+                ok, detail = self.handler(f.type, f.fields)
+            elif f.type == proto.C_STATUS:
+                ok, detail = True, ""
+            else:
+                ok, detail = False, proto.A_BUSY
+        except (KeyError, ValueError):
+            ok, detail = False, proto.A_BAD
+        self._ack(f.type, f.seq, ok, detail, extra)
+        if not ok and self.log is not None:
+            self.log(detail, line)
+        return ok, detail
+
+    def _ack(self, cmd, cseq, ok, detail, extra=()):
+        self.emit(
+            proto.T_ACK,
+            (
+                proto.K_CMD,
+                cmd or "?",
+                proto.K_CSEQ,
+                cseq,
+                proto.K_OK,
+                1 if ok else 0,
+                proto.K_DETAIL,
+                detail or "",
+            )
+            + extra,
+        )
+
+    def _refuse(self, cmd, cseq, why, line):
+        extra = ()
+        if why == proto.A_STALE:
+            extra = (proto.K_NEXT, self.cmd_seq + 1)
+        self._ack(cmd, cseq, False, why, extra)
+        if why == proto.A_AUTH:
+            # Logged in the journal itself (persistent) and shown to the host, rate-limited so
+            # that a flood of forged lines cannot flood the journal.
+            self.refused += 1
+            if self._tamp_ms is None or self.ms - self._tamp_ms >= _TAMP_EVERY_MS:
+                self._tamp_ms = self.ms
+                self.emit(proto.T_TAMPER, ("what", proto.W_CMD_AUTH, proto.K_COUNT, self.refused))
+                self.refused = 0
+        if self.log is not None:
+            self.log(why, line)
+        return False, why
+
+    def _resend(self, f):
+        boot = int(f.fields["boot"])
+        seq = int(f.fields["seq"])
+        last = f.fields.get(proto.K_LAST)
+        last = int(last) if last is not None else None
+        if boot < 1 or seq < 1 or (last is not None and last < seq):
+            raise ValueError("range")
+        n = 0
+        mark = proto.RESENT.encode()
+        for line in self.journal.frames(boot, seq, last, _MAX_RESEND):
+            self.write(mark + line)
+            n += 1
+        return n
+
+    def _recall(self, f):
+        count = int(f.fields.get("n", RECALL_MIN))
+        if count < 1:
+            raise ValueError("n")
+        games = self.journal.results(max(count, RECALL_MIN))
+        text = ";".join("%d:%s" % g for g in games)
+        self.emit(proto.T_RECALL, ("n", len(games), "games", text))
+        return True, ""
+
+
+class Commander:
+    """The host's command encoder (also used by tests): frames addressed to a firmware boot."""
+
+    def __init__(self, table, key=None):
+        self._enc = {}
+        self.table = table
+        self.key = key
+        self.seq = 0
+
+    def line(self, cmd, fields=(), boot=0, ms=0):
+        enc = self._enc.get(boot)
+        if enc is None:
+            enc = frames.Encoder(self.table, boot, self.key, start=frames.COMMAND_START)
+            self._enc[boot] = enc
+        self.seq += 1
+        return bytes(enc.frame(cmd, fields, seq=self.seq, ms=ms))

@@ -1,0 +1,374 @@
+# The wire format (docs/protocol.md): one ASCII line per frame.
+#
+#   $1,T01,3,42,123456,RES,spin=12,num=17,colour=noir,parity=impair,half=manque#<tag>*<crc>
+#
+# "$" starts a frame (firmware -> host), ">" a command (host -> firmware). After the header
+# (version, table, boot, seq, ms, type) come key=value fields. With a key, "#" and 16 hex
+# digits of HMAC-SHA256 over everything before "#" follow. "*" and 8 lowercase hex digits of
+# CRC-32 over everything before "*" end the line. Runs unchanged under MicroPython and CPython.
+import binascii
+import hashlib
+
+from micropython import const
+
+from rmcfw import proto
+
+FRAME_START = const(0x24)  # "$"
+COMMAND_START = const(0x3E)  # ">"
+MAX_LINE = const(250)  # bytes, without the newline: bounded buffers on both sides
+TAG_BYTES = const(8)  # HMAC-SHA256 truncated to 64 bits (16 hex digits)
+_BLOCK = const(64)  # SHA-256 block size, for HMAC
+_HEX = b"0123456789abcdef"
+_COMMA = const(0x2C)
+_EQUAL = const(0x3D)
+_HASH = const(0x23)
+_STAR = const(0x2A)
+_PERCENT = const(0x25)
+_NL = const(0x0A)
+
+
+class FrameError(ValueError):
+    """A line that is not a well-formed frame (its CRC may be right)."""
+
+
+class CrcError(FrameError):
+    """Damaged or truncated line: the CRC-32 does not match, or there is none."""
+
+
+class AuthError(FrameError):
+    """CRC right but the HMAC tag is missing or wrong: forged, or sent with another key."""
+
+
+def _unsafe(b):
+    # Bytes escaped as %XX inside a value: separators, frame starts, space, control, non-ASCII.
+    return b <= 0x20 or b >= 0x7F or b in b"$>,=#*%"
+
+
+class Hmac:
+    """HMAC-SHA256 (RFC 2104) over hashlib.sha256: MicroPython on a Pico has no `hmac`."""
+
+    def __init__(self, key):
+        if isinstance(key, str):
+            key = key.encode()
+        if len(key) > _BLOCK:
+            key = hashlib.sha256(key).digest()
+        key = bytes(key) + bytes(_BLOCK - len(key))
+        # The padded keys are computed once; hashlib.sha256 has no copy() on MicroPython, so
+        # each tag costs two fresh hashes of ipad/opad plus the message.
+        self._ipad = bytes(b ^ 0x36 for b in key)
+        self._opad = bytes(b ^ 0x5C for b in key)
+
+    def digest(self, msg):
+        inner = hashlib.sha256(self._ipad)
+        inner.update(msg)
+        outer = hashlib.sha256(self._opad)
+        outer.update(inner.digest())
+        return outer.digest()
+
+    def tag(self, msg):
+        """The truncated tag as 16 lowercase hex digits (bytes)."""
+        return binascii.hexlify(self.digest(msg)[:TAG_BYTES])
+
+
+def crc_hex(data):
+    return b"%08x" % (binascii.crc32(data) & 0xFFFFFFFF)
+
+
+def load_key(text):
+    """A per-table key from its provisioning text: hex digits (>= 16 bytes) on one line."""
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode()
+    text = text.strip()
+    try:
+        key = binascii.unhexlify(text)
+    except (ValueError, TypeError):
+        raise ValueError("key file: hex digits expected")
+    if len(key) < 16:
+        raise ValueError("key file: at least 16 bytes (32 hex digits) required")
+    return key
+
+
+class Encoder:
+    """Builds frames in one preallocated buffer, numbering them (boot, seq).
+
+    frame() returns a memoryview of the buffer, valid until the next call: write it to the
+    line and to the journal before building the next frame. The header prefix is built
+    once; numbers and fields are written digit by digit, so a frame without string values
+    allocates nothing but the CRC/HMAC work.
+    """
+
+    def __init__(self, table, boot, key=None, seq=0, start=FRAME_START):
+        _check_name(table)
+        self.table = table
+        self.boot = boot
+        self.seq = seq  # the last seq used; the next frame gets seq + 1
+        self._buf = bytearray(MAX_LINE + 2)
+        self._mv = memoryview(self._buf)
+        self._hmac = Hmac(key) if key else None
+        head = bytearray()
+        head.append(start)
+        head.extend(("%d,%s,%d," % (proto.VERSION, table, boot)).encode())
+        self._head = bytes(head)
+
+    def frame(self, ftype, fields=(), seq=None, ms=0):
+        """Frame of type `ftype` with fields (k1, v1, k2, v2, ...): int, str or bytes values.
+
+        Takes the next seq unless `seq` is given (a command's own counter). Raises
+        ValueError, consuming no seq, when the frame would exceed MAX_LINE.
+        """
+        buf = self._buf
+        n = len(self._head)
+        buf[0:n] = self._head
+        if seq is None:
+            seq = self.seq + 1
+        n = self._num(n, seq)
+        buf[n] = _COMMA
+        n = self._num(n + 1, ms & 0xFFFFFFFF)
+        buf[n] = _COMMA
+        n = self._text(n + 1, ftype, False)
+        i = 0
+        nf = len(fields)
+        if nf & 1:
+            raise ValueError("fields must be key, value pairs")
+        while i < nf:
+            buf[n] = _COMMA
+            n = self._text(n + 1, fields[i], False)
+            buf[n] = _EQUAL
+            v = fields[i + 1]
+            if isinstance(v, int):
+                if v < 0:
+                    buf[n + 1] = 0x2D  # "-"
+                    n = self._num(n + 2, -v)
+                else:
+                    n = self._num(n + 1, v)
+            else:
+                n = self._text(n + 1, v, True)
+            i += 2
+        if self._hmac is not None:
+            if n + 1 + 2 * TAG_BYTES + 9 > MAX_LINE:
+                raise ValueError("frame too long")
+            buf[n] = _HASH
+            buf[n + 1 : n + 1 + 2 * TAG_BYTES] = self._hmac.tag(self._mv[0:n])
+            n += 1 + 2 * TAG_BYTES
+        if n + 9 > MAX_LINE:
+            raise ValueError("frame too long")
+        buf[n] = _STAR
+        _put_crc(buf, n + 1, binascii.crc32(self._mv[0:n]) & 0xFFFFFFFF)
+        n += 9
+        buf[n] = _NL
+        if seq > self.seq:
+            self.seq = seq
+        return self._mv[0 : n + 1]
+
+    def _num(self, n, v):
+        buf = self._buf
+        if v == 0:
+            buf[n] = 0x30
+            return n + 1
+        m = v
+        digits = 0
+        while m:
+            m //= 10
+            digits += 1
+        if n + digits > MAX_LINE:
+            raise ValueError("frame too long")
+        i = n + digits - 1
+        while v:
+            buf[i] = 0x30 + v % 10
+            v //= 10
+            i -= 1
+        return n + digits
+
+    def _text(self, n, s, escape):
+        buf = self._buf
+        if isinstance(s, str):
+            s = s.encode()
+        for b in s:
+            if _unsafe(b):
+                if not escape:
+                    raise ValueError("bad character in name %r" % (s,))
+                if n + 3 > MAX_LINE:
+                    raise ValueError("frame too long")
+                buf[n] = _PERCENT
+                buf[n + 1] = _HEX[b >> 4]
+                buf[n + 2] = _HEX[b & 15]
+                n += 3
+            else:
+                if n >= MAX_LINE:
+                    raise ValueError("frame too long")
+                buf[n] = b
+                n += 1
+        return n
+
+
+def _put_crc(buf, n, crc):
+    i = n + 7
+    while i >= n:
+        buf[i] = _HEX[crc & 15]
+        crc >>= 4
+        i -= 1
+
+
+def _check_name(name):
+    if not name or len(name) > 16:
+        raise ValueError("table id: 1 to 16 characters")
+    for c in name:
+        if not (c.isalpha() or c.isdigit() or c in "-_") or ord(c) > 0x7E:
+            raise ValueError("table id: letters, digits, '-' and '_' only")
+
+
+class Frame:
+    """One decoded frame or command. fields: dict of str -> str (values unescaped)."""
+
+    __slots__ = ("start", "version", "table", "boot", "seq", "ms", "type", "fields", "tagged")
+
+    def __init__(self, start, version, table, boot, seq, ms, ftype, fields, tagged):
+        self.start = start
+        self.version = version
+        self.table = table
+        self.boot = boot
+        self.seq = seq
+        self.ms = ms
+        self.type = ftype
+        self.fields = fields
+        self.tagged = tagged
+
+    def get(self, key, default=None):
+        return self.fields.get(key, default)
+
+    def __repr__(self):
+        return "Frame(%s %s %d:%d %s %r)" % (
+            chr(self.start),
+            self.table,
+            self.boot,
+            self.seq,
+            self.type,
+            self.fields,
+        )
+
+
+def _uint(b):
+    # Strict decimal: digits only, no sign, no leading zero (one spelling per number).
+    if not b or (len(b) > 1 and b[0] == 0x30) or len(b) > 10:
+        raise FrameError("bad number")
+    v = 0
+    for c in b:
+        if c < 0x30 or c > 0x39:
+            raise FrameError("bad number")
+        v = v * 10 + c - 0x30
+    return v
+
+
+def _unescape(b):
+    if b"%" not in b:
+        return b.decode()
+    out = bytearray()
+    i = 0
+    n = len(b)
+    while i < n:
+        c = b[i]
+        if c == _PERCENT:
+            if i + 3 > n:
+                raise FrameError("bad escape")
+            try:
+                out.append(int(b[i + 1 : i + 3], 16))
+            except ValueError:
+                raise FrameError("bad escape")
+            i += 3
+        else:
+            out.append(c)
+            i += 1
+    try:
+        return out.decode()
+    except UnicodeError:
+        raise FrameError("bad escape")
+
+
+def _is_lower_hex(b):
+    for c in b:
+        if not (0x30 <= c <= 0x39 or 0x61 <= c <= 0x66):
+            return False
+    return True
+
+
+def decode(line, key=None, hmac=None):
+    """Decode one line (bytes, with or without its newline) into a Frame.
+
+    Raises CrcError for a damaged or truncated line, AuthError when a key (or an Hmac) is
+    given and the tag is missing or wrong, FrameError for a right CRC over a bad layout.
+    """
+    line = bytes(line)
+    end = len(line)
+    while end and line[end - 1] in (0x0A, 0x0D):
+        end -= 1
+    star = line.rfind(b"*", 0, end)
+    if star < 1 or end - star != 9 or line[0] not in (FRAME_START, COMMAND_START):
+        raise CrcError("no frame")
+    crc = line[star + 1 : end]
+    if not _is_lower_hex(crc) or crc != crc_hex(line[:star]):
+        raise CrcError("CRC mismatch")
+    body_end = star
+    hsh = line.rfind(b"#", 0, star)
+    tag = None
+    if hsh >= 0:
+        tag = line[hsh + 1 : star]
+        body_end = hsh
+        if len(tag) != 2 * TAG_BYTES or not _is_lower_hex(tag):
+            raise FrameError("bad tag")
+    if hmac is None and key:
+        hmac = Hmac(key)
+    if hmac is not None:
+        if tag is None:
+            raise AuthError("no tag")
+        if not _same(hmac.tag(line[:body_end]), tag):
+            raise AuthError("bad tag")
+    parts = line[1:body_end].split(b",")
+    if len(parts) < 6:
+        raise FrameError("short header")
+    version = _uint(parts[0])
+    if version != proto.VERSION:
+        raise FrameError("unsupported version %d" % version)
+    table = parts[1].decode()
+    if not table:
+        raise FrameError("no table")
+    boot = _uint(parts[2])
+    seq = _uint(parts[3])
+    ms = _uint(parts[4])
+    ftype = parts[5].decode()
+    if not ftype:
+        raise FrameError("no type")
+    fields = {}
+    for p in parts[6:]:
+        eq = p.find(b"=")
+        if eq <= 0:
+            raise FrameError("bad field")
+        k = p[:eq].decode()
+        if k in fields:
+            raise FrameError("field twice")
+        fields[k] = _unescape(p[eq + 1 :])
+    return Frame(line[0], version, table, boot, seq, ms, ftype, fields, tag is not None)
+
+
+def peek(line):
+    """(boot, seq) of a line whose CRC is right, else None: the journal's cheap index."""
+    try:
+        end = len(line)
+        while end and line[end - 1] in (0x0A, 0x0D):
+            end -= 1
+        star = line.rfind(b"*", 0, end)
+        if star < 1 or end - star != 9 or crc_hex(line[:star]) != bytes(line[star + 1 : end]):
+            return None
+        parts = line[1:star].split(b",", 4)
+        return _uint(parts[2]), _uint(parts[3])
+    except (ValueError, IndexError):
+        return None
+
+
+def _same(a, b):
+    # Compare tags in time independent of where they differ.
+    if len(a) != len(b):
+        return False
+    d = 0
+    for i in range(len(a)):
+        d |= a[i] ^ b[i]
+    return d == 0

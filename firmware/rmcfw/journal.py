@@ -1,0 +1,157 @@
+# Persistent, bounded journal of the frames sent, to serve RESEND and RECALL (docs/protocol.md).
+#
+# Power-safe by construction, without rewriting anything: the journal is a folder of
+# append-only segment files "00000017.log", one frame line each (its own CRC inside). Every
+# boot starts a new segment, so a line torn by a power cut stays alone at the end of an old
+# segment, where its CRC rejects it; every line before it is intact. A cut at any instant
+# therefore leaves the journal as it was before the frame or with the frame. Oldest
+# segments are deleted once there are more than `segments` of them (deleting after creating
+# the new one: a cut in between only leaves one segment too many, removed at the next start).
+import os
+
+from micropython import const
+
+from rmcfw import frames, proto
+
+_SUFFIX = ".log"
+_NAME_LEN = const(8)
+
+
+class Journal:
+    def __init__(self, folder="journal", per_segment=256, segments=16):
+        if per_segment < 1 or segments < 2:
+            raise ValueError("journal too small")
+        self.folder = folder
+        self.per_segment = per_segment
+        self.segments = segments
+        self._file = None
+        self._count = 0
+        try:
+            os.mkdir(folder)
+        except OSError:
+            pass  # exists already
+        self._segs = self._scan()
+        self._firsts = {}  # segment number -> (boot, seq) of its first valid line, or None
+
+    def _scan(self):
+        segs = []
+        for name in os.listdir(self.folder):
+            if name.endswith(_SUFFIX) and len(name) == _NAME_LEN + len(_SUFFIX):
+                try:
+                    segs.append(int(name[:_NAME_LEN]))
+                except ValueError:
+                    pass
+        segs.sort()
+        return segs
+
+    def _path(self, seg):
+        return "%s/%08d%s" % (self.folder, seg, _SUFFIX)
+
+    def start(self):
+        """Open a fresh segment: call once at boot, after last() and before append()."""
+        self.close()
+        seg = self._segs[-1] + 1 if self._segs else 1
+        self._file = open(self._path(seg), "ab")
+        self._segs.append(seg)
+        self._count = 0
+        self._trim()
+
+    def _trim(self):
+        while len(self._segs) > self.segments:
+            old = self._segs.pop(0)
+            self._firsts.pop(old, None)
+            try:
+                os.remove(self._path(old))
+            except OSError:
+                pass
+
+    def close(self):
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def append(self, line):
+        """Store one frame line (bytes or memoryview, ending with its newline) durably."""
+        if self._file is None or self._count >= self.per_segment:
+            self.start()
+        self._file.write(line)
+        # flush() makes LittleFS commit the append: the frame is on flash before it is sent.
+        self._file.flush()
+        self._count += 1
+
+    def _lines(self, seg):
+        try:
+            f = open(self._path(seg), "rb")
+        except OSError:
+            return
+        try:
+            while True:
+                line = f.readline()
+                if not line:
+                    break
+                if line[-1] != 0x0A:
+                    break  # torn by a power cut: the end of this segment
+                yield line
+        finally:
+            f.close()
+
+    def _first(self, seg):
+        if seg not in self._firsts or self._firsts[seg] is None:
+            first = None
+            for line in self._lines(seg):
+                first = frames.peek(line)
+                if first is not None:
+                    break
+            self._firsts[seg] = first
+        return self._firsts[seg]
+
+    def last(self):
+        """(boot, seq) of the last intact frame kept, or None for an empty journal."""
+        for seg in reversed(self._segs):
+            found = None
+            for line in self._lines(seg):
+                key = frames.peek(line)
+                if key is not None:
+                    found = key
+            if found is not None:
+                return found
+        return None
+
+    def frames(self, boot, seq, last=None, limit=None):
+        """Yield the kept frame lines from (boot, seq) on, in order (up to (boot, last))."""
+        start = (boot, seq)
+        segs = self._segs
+        n = 0
+        for i in range(len(segs)):
+            # Skip a segment when the next one already starts at or before what is asked.
+            if i + 1 < len(segs):
+                nxt = self._first(segs[i + 1])
+                if nxt is not None and nxt <= start:
+                    continue
+            for line in self._lines(segs[i]):
+                key = frames.peek(line)
+                if key is None or key < start:
+                    continue
+                if last is not None and (key[0] > boot or key[1] > last):
+                    return
+                yield line
+                n += 1
+                if limit is not None and n >= limit:
+                    return
+
+    def results(self, count):
+        """The last `count` results kept, oldest first, as (spin, number) pairs."""
+        found = []
+        tag = ("," + proto.T_RESULT + ",").encode()
+        for seg in self._segs:
+            for line in self._lines(seg):
+                if tag not in line:
+                    continue
+                try:
+                    f = frames.decode(line)
+                    found.append((int(f.fields["spin"]), f.fields["num"]))
+                except (frames.FrameError, KeyError, ValueError):
+                    continue
+                if len(found) > count:
+                    found.pop(0)
+        return found

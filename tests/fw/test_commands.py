@@ -1,0 +1,155 @@
+# Host commands at the firmware's end of the wire: checking, refusal, RESEND, RECALL.
+from fwtest import scratch_dir
+
+from rmcfw import frames, proto
+from rmcfw.commands import Commander, Wire
+from rmcfw.journal import Journal
+
+KEY = b"0123456789abcdef0123456789abcdef"
+
+
+class Sink:
+    def __init__(self):
+        self.data = bytearray()
+
+    def __call__(self, b):
+        self.data.extend(b)
+
+    def frames(self, key=None):
+        out = []
+        for line in bytes(self.data).split(b"\n"):
+            if line:
+                resent = line.startswith(b"~")
+                out.append((resent, frames.decode(line.lstrip(b"~"), key)))
+        self.data = bytearray()
+        return out
+
+
+def _wire(key=None, handler=None, boot=4):
+    j = Journal(scratch_dir("c"), per_segment=50, segments=4)
+    prev = j.last()
+    j.start()
+    sink = Sink()
+    log = []
+    w = Wire(frames.Encoder("T01", boot, key), j, sink, handler, lambda r, l: log.append(r), key)
+    w.boot("1.0", "abcd", "power", prev=prev)
+    return w, sink, log
+
+
+def test_emit_journals_then_sends():
+    w, sink, _ = _wire()
+    seq = w.emit(proto.T_LID, ("locked", 1))
+    assert seq == 2
+    got = sink.frames()
+    assert [f.type for _, f in got] == ["BOOT", "LID"]
+    assert got[0][1].fields["prev"] == "-"
+    assert list(w.journal.frames(4, 1)) == [bytes(w.journal.frames(4, 1).__next__())] + list(
+        w.journal.frames(4, 2)
+    )
+
+
+def test_resend_serves_journal_range():
+    w, sink, _ = _wire()
+    for i in range(10):
+        w.emit(proto.T_REV, ("spin", 1, "n", i + 1, "period_us", 600000))
+    sink.frames()
+    host = Commander("T01")
+    w.feed(host.line(proto.C_RESEND, ("boot", 4, "seq", 3, "last", 5), boot=4))
+    got = sink.frames()
+    assert [(r, f.seq) for r, f in got[:3]] == [(True, 3), (True, 4), (True, 5)]
+    ack = got[3][1]
+    assert ack.type == "ACK" and ack.fields["ok"] == "1" and ack.fields["n"] == "3"
+
+
+def test_commands_split_across_feeds_and_noise():
+    calls = []
+
+    def handler(cmd, fields):
+        calls.append((cmd, fields.get("chef")))
+        return True, ""
+
+    w, sink, _ = _wire(handler=handler)
+    sink.frames()
+    host = Commander("T01")
+    line = host.line(proto.C_OPEN, ("chef", "M. Dupont"), boot=4)
+    data = b"garbage\r\n" + line
+    for i in range(len(data)):
+        w.feed(data[i : i + 1])
+    assert calls == [("OPEN", "M. Dupont")]
+    assert sink.frames()[0][1].fields["ok"] == "1"
+
+
+def test_auth_refused_and_logged():
+    w, sink, log = _wire(key=KEY)
+    sink.frames(KEY)
+    forger = Commander("T01")  # no key
+    w.feed(forger.line(proto.C_RESEND, ("boot", 4, "seq", 1), boot=4))
+    got = sink.frames(KEY)
+    assert got[0][1].type == "ACK" and got[0][1].fields["detail"] == "auth"
+    assert got[1][1].type == "TAMP" and got[1][1].fields["what"] == "cmd_auth"
+    assert log == ["auth"]
+    assert w.cmd_seq == 0
+    good = Commander("T01", KEY)
+    w.feed(good.line(proto.C_STATUS, boot=4))
+    got = sink.frames(KEY)
+    assert got[0][1].fields["ok"] == "1"
+
+
+def test_replay_and_wrong_boot_refused():
+    w, sink, log = _wire(key=KEY)
+    host = Commander("T01", KEY)
+    line = host.line(proto.C_STATUS, boot=4)
+    old = Commander("T01", KEY).line(proto.C_STATUS, boot=3)
+    sink.frames(KEY)
+    w.feed(line)
+    w.feed(line)  # replayed
+    w.feed(old)  # from an earlier boot
+    acks = [f.fields for _, f in sink.frames(KEY)]
+    assert [a["ok"] for a in acks] == ["1", "0", "0"]
+    assert acks[1]["detail"] == "stale" and acks[1]["next"] == "2"
+    assert acks[2]["detail"] == "boot"
+    assert log == ["stale", "boot"]
+
+
+def test_status_to_boot_zero_and_unknown_command():
+    w, sink, log = _wire()
+    sink.frames()
+    host = Commander("T01")
+    w.feed(host.line(proto.C_STATUS, boot=0))
+    w.feed(host.line("FORMAT", boot=4))
+    w.feed(host.line(proto.C_OPEN, ("chef", "x"), boot=0))
+    acks = [f.fields for _, f in sink.frames()]
+    assert [(a["ok"], a["detail"]) for a in acks] == [("1", ""), ("0", "unknown"), ("0", "boot")]
+
+
+def test_damaged_command_gets_no_answer():
+    w, sink, log = _wire()
+    sink.frames()
+    line = bytearray(Commander("T01").line(proto.C_STATUS, boot=4))
+    line[5] ^= 0x04
+    w.feed(line)
+    w.feed(b"x" * 400 + b"\n")
+    assert sink.frames() == [] and log == []
+
+
+def test_recall_from_journal():
+    w, sink, _ = _wire()
+    for spin in range(1, 13):
+        w.emit(proto.T_RESULT, ("spin", spin, "num", "CMC" if spin == 12 else str(spin)))
+    sink.frames()
+    w.feed(Commander("T01").line(proto.C_RECALL, ("n", 10), boot=4))
+    got = sink.frames()
+    rec = got[0][1]
+    assert rec.type == "RECALL" and rec.fields["n"] == "10"
+    assert rec.fields["games"].split(";")[-1] == "12:CMC"
+    assert rec.fields["games"].split(";")[0] == "3:3"
+
+
+def test_bad_resend_fields():
+    w, sink, _ = _wire()
+    sink.frames()
+    host = Commander("T01")
+    w.feed(host.line(proto.C_RESEND, ("boot", "x", "seq", 1), boot=4))
+    w.feed(host.line(proto.C_RESEND, ("seq", 1), boot=4))
+    acks = [f.fields for _, f in sink.frames()]
+    assert [(a["ok"], a["detail"]) for a in acks] == [("0", "bad"), ("0", "bad")]
