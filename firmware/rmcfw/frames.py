@@ -82,7 +82,7 @@ def load_key(text):
     try:
         key = binascii.unhexlify(text)
     except (ValueError, TypeError):
-        raise ValueError("key file: hex digits expected")
+        raise ValueError("key file: hex digits expected") from None
     if len(key) < 16:
         raise ValueError("key file: at least 16 bytes (32 hex digits) required")
     return key
@@ -220,7 +220,7 @@ def _check_name(name):
 class Frame:
     """One decoded frame or command. fields: dict of str -> str (values unescaped)."""
 
-    __slots__ = ("start", "version", "table", "boot", "seq", "ms", "type", "fields", "tagged")
+    __slots__ = ("boot", "fields", "ms", "seq", "start", "table", "tagged", "type", "version")
 
     def __init__(self, start, version, table, boot, seq, ms, ftype, fields, tagged):
         self.start = start
@@ -273,7 +273,7 @@ def _unescape(b):
             try:
                 out.append(int(b[i + 1 : i + 3], 16))
             except ValueError:
-                raise FrameError("bad escape")
+                raise FrameError("bad escape") from None
             i += 3
         else:
             out.append(c)
@@ -281,7 +281,7 @@ def _unescape(b):
     try:
         return out.decode()
     except UnicodeError:
-        raise FrameError("bad escape")
+        raise FrameError("bad escape") from None
 
 
 def _is_lower_hex(b):

@@ -31,7 +31,9 @@ def _wire(key=None, handler=None, boot=4):
     j.start()
     sink = Sink()
     log = []
-    w = Wire(frames.Encoder("T01", boot, key), j, sink, handler, lambda r, l: log.append(r), key)
+    w = Wire(
+        frames.Encoder("T01", boot, key), j, sink, handler, lambda why, line: log.append(why), key
+    )
     w.boot("1.0", "abcd", "power", prev=prev)
     return w, sink, log
 
@@ -43,9 +45,8 @@ def test_emit_journals_then_sends():
     got = sink.frames()
     assert [f.type for _, f in got] == ["BOOT", "LID"]
     assert got[0][1].fields["prev"] == "-"
-    assert list(w.journal.frames(4, 1)) == [bytes(w.journal.frames(4, 1).__next__())] + list(
-        w.journal.frames(4, 2)
-    )
+    kept = list(w.journal.frames(4, 1))
+    assert [frames.decode(line).type for line in kept] == ["BOOT", "LID"]
 
 
 def test_resend_serves_journal_range():
@@ -112,7 +113,7 @@ def test_replay_and_wrong_boot_refused():
 
 
 def test_status_to_boot_zero_and_unknown_command():
-    w, sink, log = _wire()
+    w, sink, _ = _wire()
     sink.frames()
     host = Commander("T01")
     w.feed(host.line(proto.C_STATUS, boot=0))
