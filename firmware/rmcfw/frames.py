@@ -372,3 +372,9 @@ def _same(a, b):
     for i in range(len(a)):
         d |= a[i] ^ b[i]
     return d == 0
+
+
+def wheel_hash(data):
+    """The wheel definition's id in BOOT frames and trace headers: 16 hex digits of the
+    SHA-256 of the wheel file's bytes (hardware/wheel.json as deployed)."""
+    return binascii.hexlify(hashlib.sha256(data).digest()[:8]).decode()

@@ -14,6 +14,7 @@ import sys
 # (module, help) in the order `rmc --help` shows them.
 COMMANDS: list[str] = [
     "rmc.commands.settle",
+    "rmc.commands.check",
 ]
 
 

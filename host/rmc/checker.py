@@ -1,0 +1,501 @@
+"""The stream checker: integrity of the frames, then the decree's rules across them.
+
+Feed it lines as they came (`feed`), in reception order; `report()` at any time gives the
+counts, the gaps, the results and the rule violations (see docs/protocol.md, "Checking").
+
+Integrity, per line: a line without a frame start is noise (REPL output, a prompt); a frame
+with a wrong CRC, or truncated, is a CRC error; a right CRC over a bad layout is malformed;
+with a key, a frame without a right tag is an authentication failure. Without a key, tags are
+not checked, but an untagged frame in a stream where the table tags its frames is counted as
+an authentication failure (a table with a key sends only tagged frames). Valid frames are
+keyed by (boot, seq): the same key again is a duplicate (a different content under the same
+key is a conflict, a rule violation), a key below what was already received in its boot or
+a boot below the newest one is out of order, unless the frame comes marked as resent.
+
+The decree's rules are checked on the valid frames in (boot, seq) order, so resent frames
+take their place: see RULES.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rmc.frames import AuthError, CrcError, Frame, FrameError, Verifier, decode
+from rmcfw import numbers, proto
+
+# Rule names, as they appear in reports.
+RULES = {
+    "conflict": "two different frames under one (boot, seq)",
+    "table": "frame from another table",
+    "rotor_not_reversed": "result of a spin whose rotor turned the same way as the spin before",
+    "ball_with_rotor": "result of a spin whose ball was launched the rotor's way",
+    "few_revs": "result after fewer than 4 ball revolutions",
+    "drop_before_rnvp": "ball dropped before « rien ne va plus »",
+    "result_without_rnvp": "result without « rien ne va plus »",
+    "two_outcomes": "a spin with more than one result or void",
+    "no_outcome": "a spin with neither result nor void before the next one",
+    "spin_mismatch": "result or void for another spin than the one launched",
+    "not_a_pocket": "result that is not a pocket of the wheel",
+    "wrong_chances": "result whose colour, parity or manque/passe is not that of its number",
+    "unknown_void_reason": "void with a reason code outside the protocol",
+    "last_three_not_announced": "session closed without the last three spins announced",
+    "last_three_late": "last three spins announced with fewer than three spins left",
+    "after_last_spin": "spin launched after the announced last spin",
+    "spin_while_closed": "spin launched while the session is closed",
+    "lid_not_locked": "session closed and the lid not locked",
+    "bad_field": "frame with a missing or invalid field",
+}
+
+VOID_REASONS = frozenset(
+    (
+        proto.V_SAME_DIR,
+        proto.V_NOT_REVERSED,
+        proto.V_FEW_REVS,
+        proto.V_OBJECT,
+        proto.V_BALL_OUT,
+        proto.V_SENSORS,
+    )
+)
+MIN_REVS = 4
+
+
+@dataclass
+class Report:
+    lines: int = 0
+    noise: int = 0
+    frames: int = 0  # lines holding a frame start, damaged or not
+    valid: int = 0  # distinct valid frames
+    crc_errors: int = 0
+    malformed: int = 0
+    auth_failures: int = 0
+    unverified: int = 0  # tagged frames accepted without a key to check them
+    duplicates: int = 0
+    resent: int = 0  # frames marked "~" accepted (filling a gap)
+    out_of_order: int = 0
+    reboots: int = 0
+    gaps: list[list[int]] = field(default_factory=list)
+    spins: int = 0
+    results: list[dict[str, Any]] = field(default_factory=list)
+    voids: list[dict[str, Any]] = field(default_factory=list)
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    faults: list[dict[str, Any]] = field(default_factory=list)
+    tamper: list[dict[str, Any]] = field(default_factory=list)
+    table: str | None = None
+    boots: list[int] = field(default_factory=list)
+    unmarked_duplicates: int = 0
+    unmarked_out_of_order: int = 0
+
+    @property
+    def clean(self) -> bool:
+        """No corruption, forgery, gap, replay or rule violation."""
+        return not (
+            self.crc_errors
+            or self.malformed
+            or self.auth_failures
+            or self.gaps
+            or self.violations
+            or self.unmarked_duplicates
+            or self.unmarked_out_of_order
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "clean": self.clean,
+            "table": self.table,
+            "lines": self.lines,
+            "noise": self.noise,
+            "frames": self.frames,
+            "valid": self.valid,
+            "crc_errors": self.crc_errors,
+            "malformed": self.malformed,
+            "auth_failures": self.auth_failures,
+            "unverified": self.unverified,
+            "duplicates": self.duplicates,
+            "resent": self.resent,
+            "out_of_order": self.out_of_order,
+            "reboots": self.reboots,
+            "boots": self.boots,
+            "gaps": self.gaps,
+            "spins": self.spins,
+            "results": self.results,
+            "voids": self.voids,
+            "violations": self.violations,
+            "faults": self.faults,
+            "tamper": self.tamper,
+        }
+
+
+class Checker:
+    """Frame stream checker. key: the table's HMAC key (bytes) or None."""
+
+    def __init__(self, key: bytes | None = None, table: str | None = None) -> None:
+        self.verifier = Verifier(key) if key else None
+        self.table = table
+        self.frames: dict[tuple[int, int], Frame] = {}
+        self.rx: dict[tuple[int, int], float | None] = {}  # host receive time per frame
+        self._high: dict[int, int] = {}  # per boot, highest seq received
+        self._max_boot = -1
+        self._first_boot: int | None = None
+        self._untagged: list[tuple[int, int]] = []
+        self._tagged_seen = False
+        self._foreign: list[Frame] = []
+        self._conflicts: list[Frame] = []
+        self.counts = Report()
+
+    def feed(self, line: bytes, rx_ms: float | None = None) -> Frame | None:
+        """One received line (bytes, newline optional). Returns the frame if valid and new."""
+        c = self.counts
+        c.lines += 1
+        start = line.find(b"$")
+        if start < 0:
+            if line.strip():
+                c.noise += 1
+            return None
+        c.frames += 1
+        if start and line[start - 1] == 0x7E:  # "~": resent from the journal
+            start -= 1
+        try:
+            f = decode(line[start:] if start else line, self.verifier)
+        except AuthError:
+            c.auth_failures += 1
+            return None
+        except CrcError:
+            c.crc_errors += 1
+            return None
+        except FrameError:
+            c.malformed += 1
+            return None
+        if f.start != "$":
+            c.malformed += 1  # a command echoed back is not a frame
+            return None
+        if self.table is None:
+            self.table = f.table
+        elif f.table != self.table:
+            self._foreign.append(f)
+            return None
+        key = (f.boot, f.seq)
+        old = self.frames.get(key)
+        if old is not None:
+            if old.line == f.line:
+                c.duplicates += 1
+                if not f.resent:
+                    c.unmarked_duplicates += 1
+            else:
+                self._conflicts.append(f)
+            return None
+        boot = f.boot
+        high = self._high.get(boot)
+        if boot < self._max_boot or (high is not None and f.seq < high):
+            c.out_of_order += 1
+            if not f.resent:
+                c.unmarked_out_of_order += 1
+        if high is None or f.seq > high:
+            self._high[boot] = f.seq
+        if boot > self._max_boot:
+            self._max_boot = boot
+        if self._first_boot is None:
+            self._first_boot = boot
+        if f.resent:
+            c.resent += 1
+        if f.tagged:
+            self._tagged_seen = True
+            if self.verifier is None:
+                c.unverified += 1
+        else:
+            self._untagged.append(key)
+        self.frames[key] = f
+        self.rx[key] = rx_ms
+        return f
+
+    # --- gaps ---
+
+    def gaps(self) -> list[list[int]]:
+        """Missing ranges [boot, first_seq, last_seq], from what the frames tell."""
+        frames = self.frames
+        by_boot: dict[int, list[int]] = {}
+        for boot, seq in frames:
+            by_boot.setdefault(boot, []).append(seq)
+        ends: dict[int, int] = {}  # boot -> last seq known to exist (BOOT's prev field)
+        for (_boot, seq), f in frames.items():
+            if f.type == proto.T_BOOT and seq == 1:
+                prev = f.fields.get(proto.K_PREV, "-")
+                b, _, s = prev.partition(":")
+                if b.isdigit() and s.isdigit():
+                    ends[int(b)] = max(ends.get(int(b), 0), int(s))
+        gaps: list[list[int]] = []
+        first_boot = min(by_boot) if by_boot else None
+        for boot in sorted(set(by_boot) | set(ends)):
+            seqs = sorted(by_boot.get(boot, ()))
+            if first_boot is None or boot < first_boot:
+                continue  # before the recording began
+            # The first boot of a recording may have started before it; later ones start at 1.
+            expect = seqs[0] if (boot == first_boot and seqs) else 1
+            for s in seqs:
+                if s > expect:
+                    gaps.append([boot, expect, s - 1])
+                expect = s + 1
+            end = ends.get(boot)
+            if end is not None and end >= expect:
+                gaps.append([boot, expect, end])
+        return gaps
+
+    # --- report ---
+
+    def report(self) -> Report:
+        c = self.counts
+        r = Report(**{k: getattr(c, k) for k in Report.__dataclass_fields__})
+        r.results, r.voids, r.violations, r.faults, r.tamper = [], [], [], [], []
+        r.table = self.table
+        if self._tagged_seen and self.verifier is None and self._untagged:
+            # The table tags its frames: untagged ones with its name were not sent by it.
+            r.auth_failures += len(self._untagged)
+            frames = {k: f for k, f in self.frames.items() if f.tagged}
+        else:
+            frames = self.frames
+        r.valid = len(frames)
+        boots = sorted({b for b, _ in frames})
+        r.boots = boots
+        r.reboots = max(len(boots) - 1, 0)
+        r.gaps = self.gaps()
+        for f in self._foreign:
+            r.violations.append(_v(f, "table", f"frame of table {f.table!r}"))
+        for f in self._conflicts:
+            r.violations.append(_v(f, "conflict", "differs from the frame first received"))
+        _Rules(r).run([frames[k] for k in sorted(frames)])
+        return r
+
+
+def _v(f: Frame, rule: str, detail: str) -> dict[str, Any]:
+    return {"boot": f.boot, "seq": f.seq, "rule": rule, "detail": detail}
+
+
+class _Spin:
+    __slots__ = (
+        "bdir",
+        "drop",
+        "launched",
+        "number",
+        "outcome",
+        "rdir",
+        "reversed",
+        "revs",
+        "rnvp",
+    )
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+        self.launched = False
+        self.rdir: str | None = None
+        self.bdir: str | None = None
+        self.reversed = True
+        self.revs: int | None = None
+        self.rnvp = False
+        self.drop = False
+        self.outcome = 0
+
+
+class _Rules:
+    """The decree's rules over the frames in (boot, seq) order."""
+
+    def __init__(self, report: Report) -> None:
+        self.r = report
+        self.spin: _Spin | None = None
+        self.prev_rdir: str | None = None
+        self.session: bool | None = None  # None: unknown (recording began mid-session)
+        self.last3: int | None = None  # announced last spin
+        self.lid_pending: Frame | None = None
+        self.spins: set[int] = set()
+
+    def bad(self, f: Frame, rule: str, detail: str) -> None:
+        self.r.violations.append(_v(f, rule, detail))
+
+    def run(self, frames: list[Frame]) -> None:
+        handlers = {
+            proto.T_LAUNCH: self.launch,
+            proto.T_REV: self.rev,
+            proto.T_RNVP: self.rnvp,
+            proto.T_DROP: self.drop,
+            proto.T_RESULT: self.result,
+            proto.T_VOID: self.void,
+            proto.T_INCIDENT: self.incident,
+            proto.T_SESSION_OPEN: self.open,
+            proto.T_SESSION_CLOSE: self.close,
+            proto.T_LAST_THREE: self.last_three,
+            proto.T_LID: self.lid,
+            proto.T_STATUS: self.status,
+            proto.T_FAULT: self.fault,
+            proto.T_TAMPER: self.tamper,
+        }
+        for f in frames:
+            h = handlers.get(f.type)
+            if h is None:
+                continue
+            try:
+                h(f)
+            except FrameError as e:
+                self.bad(f, "bad_field", str(e))
+        if self.lid_pending is not None:
+            self.bad(self.lid_pending, "lid_not_locked", "no lid lock after the session closed")
+        self.r.spins = len(self.spins)
+
+    def current(self, f: Frame) -> _Spin | None:
+        n = f.int("spin")
+        self.spins.add(n)
+        if self.spin is not None and self.spin.number == n:
+            return self.spin
+        if self.spin is not None and self.spin.launched and self.spin.outcome == 0:
+            # A frame of another spin while this one is open: only a launch may move on.
+            self.bad(f, "spin_mismatch", f"spin {n} while spin {self.spin.number} is open")
+        return None
+
+    def launch(self, f: Frame) -> None:
+        n = f.int("spin")
+        rdir, bdir = f.fields.get("rdir"), f.fields.get("bdir")
+        if not rdir or not bdir:
+            raise FrameError("LAUNCH without rdir/bdir")
+        s = self.spin
+        if s is not None and s.number == n and s.outcome == 0:
+            # Relaunch after an incident (decree 1-4): same spin, ball launched again.
+            s.rdir, s.bdir, s.revs, s.rnvp, s.drop = rdir, bdir, None, False, False
+            return
+        if s is not None and s.launched and s.outcome == 0:
+            self.bad(f, "no_outcome", f"spin {s.number} ended without result or void")
+        if self.session is False:
+            self.bad(f, "spin_while_closed", f"spin {n}")
+        if self.last3 is not None and n > self.last3:
+            self.bad(f, "after_last_spin", f"spin {n} after the announced last spin {self.last3}")
+        s = _Spin(n)
+        s.launched = True
+        s.rdir, s.bdir = rdir, bdir
+        s.reversed = self.prev_rdir is None or self.prev_rdir != rdir
+        self.prev_rdir = rdir
+        self.spin = s
+        self.spins.add(n)
+
+    def rev(self, f: Frame) -> None:
+        s = self.current(f)
+        if s is not None:
+            s.revs = max(s.revs or 0, f.int("n"))
+
+    def rnvp(self, f: Frame) -> None:
+        s = self.current(f)
+        if s is not None:
+            s.rnvp = True
+
+    def drop(self, f: Frame) -> None:
+        s = self.current(f)
+        if s is None:
+            return
+        if s.launched and not s.rnvp:
+            self.bad(f, "drop_before_rnvp", f"spin {s.number}")
+        s.drop = True
+        if "revs" in f.fields:
+            s.revs = max(s.revs or 0, f.int("revs"))
+
+    def result(self, f: Frame) -> None:
+        n = f.int("spin")
+        num = f.fields.get("num", "")
+        s = self.current(f)
+        self.r.results.append({"spin": n, "result": num})
+        if num not in numbers.INDEX:
+            self.bad(f, "not_a_pocket", f"spin {n}: {num!r}")
+        else:
+            want = numbers.chances(num) or (numbers.VERT, "-", "-")
+            got = (f.fields.get("colour"), f.fields.get("parity"), f.fields.get("half"))
+            if got != want:
+                self.bad(f, "wrong_chances", f"spin {n}: {num} is {'/'.join(want)}, sent {got}")
+        if s is None:
+            return  # its launch was before the recording began: nothing more to check
+        self.outcome(f, s)
+        if not s.launched:
+            return
+        if not s.rnvp:
+            self.bad(f, "result_without_rnvp", f"spin {n}")
+        if s.bdir == s.rdir:
+            self.bad(f, "ball_with_rotor", f"spin {n}: ball and rotor both {s.rdir}")
+        if not s.reversed:
+            self.bad(f, "rotor_not_reversed", f"spin {n}: rotor {s.rdir} as on the spin before")
+        if s.revs is not None and s.revs < MIN_REVS:
+            self.bad(f, "few_revs", f"spin {n}: {s.revs} revolutions")
+
+    def outcome(self, f: Frame, s: _Spin) -> None:
+        s.outcome += 1
+        if s.outcome > 1:
+            self.bad(f, "two_outcomes", f"spin {s.number}")
+
+    def void(self, f: Frame) -> None:
+        n = f.int("spin")
+        reason = f.fields.get("reason", "")
+        self.r.voids.append({"spin": n, "reason": reason})
+        if reason not in VOID_REASONS:
+            self.bad(f, "unknown_void_reason", f"spin {n}: {reason!r}")
+        s = self.current(f)
+        if s is not None:
+            self.outcome(f, s)
+
+    def incident(self, f: Frame) -> None:
+        self.current(f)
+
+    def open(self, f: Frame) -> None:
+        self.session = True
+        self.last3 = None
+        self.lid_pending = None
+
+    def close(self, f: Frame) -> None:
+        if self.session is not False and self.last3 is None:
+            self.bad(f, "last_three_not_announced", "session closed")
+        self.session = False
+        self.last3 = None
+        self.lid_pending = f
+
+    def last_three(self, f: Frame) -> None:
+        last = f.int("last")
+        left = f.int("left")
+        if left < 3:
+            self.bad(f, "last_three_late", f"announced with {left} spin(s) left")
+        self.last3 = last
+
+    def lid(self, f: Frame) -> None:
+        if f.fields.get("locked") == "1":
+            self.lid_pending = None
+
+    def status(self, f: Frame) -> None:
+        if f.fields.get("lid") == "1":
+            self.lid_pending = None
+
+    def fault(self, f: Frame) -> None:
+        self.r.faults.append(
+            {"boot": f.boot, "seq": f.seq, **{k: f.fields[k] for k in sorted(f.fields)}}
+        )
+
+    def tamper(self, f: Frame) -> None:
+        self.r.tamper.append(
+            {"boot": f.boot, "seq": f.seq, **{k: f.fields[k] for k in sorted(f.fields)}}
+        )
+
+
+def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Checker]:
+    """Check a trace or a raw capture given as bytes; returns (report, "trace"|"capture").
+
+    Raises TraceError when the input is unusable: empty, a trace without a valid header, or
+    a capture in which no frame start appears at all.
+    """
+    from rmc.trace import TraceError, looks_like_trace, parse_trace
+
+    if not data.strip():
+        raise TraceError("empty input")
+    if looks_like_trace(data[:65536]):
+        trace = parse_trace(data)
+        checker = Checker(key, table=None)
+        for line, rx in trace.frame_lines():
+            checker.feed(line, rx)
+        report = checker.report()
+        report.trace_errors = trace.errors  # type: ignore[attr-defined]
+        return report, "trace", checker
+    if b"$" not in data:
+        raise TraceError("no frame found: neither a trace nor a capture of the table's line")
+    checker = Checker(key)
+    for line in data.split(b"\n"):
+        checker.feed(line)
+    return checker.report(), "capture", checker

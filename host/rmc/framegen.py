@@ -1,0 +1,125 @@
+"""Well-formed frame streams for tests, benchmarks and demonstrations of the checker.
+
+A scripted table that follows the decree: a session opened by a chef de table, spins whose
+rotor alternates and whose ball is launched against it, revolutions, « rien ne va plus »,
+drop, result, the last three spins announced, the session closed and the lid locked. It
+uses the firmware's own encoder (`rmcfw.frames.Encoder`), so the frames are exactly those
+a table sends. Not a physics simulation (that is `rmc.sim`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+
+from rmcfw import numbers, proto
+from rmcfw.frames import Encoder
+
+Emit = Callable[[str, tuple], object]
+
+
+def result_fields(spin: int, num: str) -> tuple:
+    ch = numbers.chances(num) or (numbers.VERT, "-", "-")
+    return ("spin", spin, "num", num, "colour", ch[0], "parity", ch[1], "half", ch[2])
+
+
+class ScriptedTable:
+    """Emits frames through `emit(type, fields)`: an Encoder's frame or a Wire's emit."""
+
+    def __init__(self, emit: Emit, seed: int = 1, revs: int = 12, status_every: int = 4):
+        self.emit = emit
+        self.rng = random.Random(seed)
+        self.spin = 0
+        self.rdir = "ccw"
+        self.revs = revs
+        self.status_every = status_every
+        self.results: list[tuple[int, str]] = []
+        self.voids: list[tuple[int, str]] = []
+
+    def boot(self, fw: str = "0.1.0", wheel: str = "0" * 16, prev: str = "-") -> None:
+        self.emit(
+            proto.T_BOOT, ("fw", fw, "wheel", wheel, "reset", "power", "faults", "", "prev", prev)
+        )
+
+    def open(self, chef: str = "chef-1", session: int = 1) -> None:
+        self.emit(proto.T_LID, ("locked", 0))
+        self.emit(proto.T_SESSION_OPEN, ("chef", chef, "session", session))
+
+    def play(self, void: str | None = None) -> None:
+        self.spin += 1
+        n = self.spin
+        self.rdir = "cw" if self.rdir == "ccw" else "ccw"
+        bdir = "ccw" if self.rdir == "cw" else "cw"
+        self.emit(proto.T_LAUNCH, ("spin", n, "rdir", self.rdir, "bdir", bdir))
+        for i in range(1, self.revs + 1):
+            self.emit(proto.T_REV, ("spin", n, "n", i, "period_us", 500000 + 40000 * i))
+            if self.status_every and i % self.status_every == 0:
+                self.emit(
+                    proto.T_STATUS,
+                    (
+                        "state",
+                        proto.S_TRACK,
+                        "spin",
+                        n,
+                        "rotor_ms",
+                        3800,
+                        "rdir",
+                        self.rdir,
+                        "lid",
+                        0,
+                    ),
+                )
+        self.emit(proto.T_RNVP, ("spin", n, "drop_ms", 1500, "lead_ms", 1200, "why", "fit"))
+        self.emit(proto.T_DROP, ("spin", n, "revs", self.revs))
+        if void:
+            self.emit(proto.T_VOID, ("spin", n, "reason", void))
+            self.voids.append((n, void))
+            return
+        num = self.rng.choice(numbers.NUMBERS)
+        self.emit(proto.T_RESULT, result_fields(n, num))
+        self.results.append((n, num))
+
+    def announce_last_three(self) -> None:
+        self.emit(proto.T_LAST_THREE, ("last", self.spin + 3, "left", 3))
+
+    def close(self, chef: str = "chef-1", session: int = 1) -> None:
+        self.emit(proto.T_SESSION_CLOSE, ("chef", chef, "session", session, "spins", self.spin))
+        self.emit(proto.T_LID, ("locked", 1))
+
+    def session(self, spins: int, chef: str = "chef-1") -> None:
+        """A whole session: open, `spins` spins (last three announced), close, lid locked."""
+        self.open(chef)
+        for i in range(spins):
+            if i == spins - 3:
+                self.announce_last_three()
+            self.play()
+        if spins < 3:
+            self.announce_last_three()
+        self.close(chef)
+
+
+def session_lines(
+    spins: int = 20,
+    table: str = "T01",
+    boot: int = 1,
+    key: bytes | None = None,
+    seed: int = 1,
+    revs: int = 12,
+) -> tuple[list[bytes], ScriptedTable]:
+    """A whole clean session as frame lines (each with its newline)."""
+    enc = Encoder(table, boot, key)
+    lines: list[bytes] = []
+    ms = [0]
+
+    def emit(ftype: str, fields: tuple) -> None:
+        ms[0] += 250
+        lines.append(bytes(enc.frame(ftype, fields, ms=ms[0])))
+
+    t = ScriptedTable(emit, seed=seed, revs=revs)
+    t.boot()
+    t.session(spins)
+    return lines, t
+
+
+def iter_lines(lines: list[bytes]) -> Iterator[bytes]:
+    yield from lines

@@ -1,0 +1,170 @@
+"""Trace files (docs/traces.md): JSON Lines, one record per line, each with a "kind".
+
+A trace holds a header, the frames exactly as received (with host receive times), and
+optionally raw sensor events, ground truth from a simulator, bets, power events. Frame bytes
+are stored as text decoded as Latin-1, so any byte a line carried (noise included) survives
+the round trip: `line.encode("latin-1")` gives the bytes back.
+
+A raw capture (the bytes of the serial line, e.g. `cat /dev/ttyACM0 > capture.log`) is told
+apart from a trace by its first non-blank line: a trace's is a JSON object of kind "header".
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from rmc import HARDWARE_DIR
+from rmcfw.frames import wheel_hash
+
+FORMAT = "rmc-trace/1"
+KINDS = ("header", "frame", "sensor", "truth", "bet", "power", "command", "note", "slingshot")
+SOURCES = ("sim", "record", "slingshot", "rig")
+
+
+class TraceError(ValueError):
+    """The input cannot be used as a trace or a capture at all."""
+
+
+@dataclass
+class Trace:
+    header: dict[str, Any]
+    records: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # lines that were not records
+
+    def of_kind(self, kind: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r.get("kind") == kind]
+
+    def frame_lines(self) -> Iterator[tuple[bytes, float | None]]:
+        """(bytes, rx_ms) of every frame record, in file order."""
+        for r in self.records:
+            if r.get("kind") == "frame":
+                line = r.get("line")
+                if isinstance(line, str):
+                    rx = r.get("rx_ms")
+                    yield line.encode("latin-1", "replace"), rx if _is_num(rx) else None
+
+
+def _is_num(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def default_wheel() -> dict[str, Any]:
+    return json.loads((HARDWARE_DIR / "wheel.json").read_text())
+
+
+def wheel_id(path: Path | None = None) -> str:
+    """The wheel hash of a wheel file (default hardware/wheel.json), as in BOOT frames."""
+    return wheel_hash((path or HARDWARE_DIR / "wheel.json").read_bytes())
+
+
+def make_header(
+    table: str, source: str, firmware: str | None = None, wheel: Any = None, **extra: Any
+) -> dict[str, Any]:
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}")
+    return {
+        "kind": "header",
+        "format": FORMAT,
+        "table": table,
+        "wheel": wheel if wheel is not None else wheel_id(),
+        "firmware": firmware,
+        "source": source,
+        **extra,
+    }
+
+
+def looks_like_trace(head: bytes) -> bool:
+    """True when the first non-blank line of `head` is a trace header."""
+    for raw in head.splitlines():
+        if raw.strip():
+            try:
+                obj = json.loads(raw)
+            except (ValueError, UnicodeDecodeError):
+                return False
+            return isinstance(obj, dict) and obj.get("kind") == "header"
+    return False
+
+
+def read_trace(path: Path | str) -> Trace:
+    """Read a trace. TraceError when there is no valid header; bad later lines are kept as
+    `errors` (a damaged trace is reported, never silently mended)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise TraceError(f"cannot read {path}: {e.strerror or e}") from None
+    return parse_trace(data)
+
+
+def parse_trace(data: bytes) -> Trace:
+    header: dict[str, Any] | None = None
+    records: list[dict[str, Any]] = []
+    errors: list[str] = []
+    for n, raw in enumerate(data.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as e:
+            if header is None:
+                raise TraceError(f"line {n}: not JSON ({e})") from None
+            errors.append(f"line {n}: not JSON")
+            continue
+        if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
+            if header is None:
+                raise TraceError(f"line {n}: not a trace record")
+            errors.append(f"line {n}: not a record with a kind")
+            continue
+        if header is None:
+            if obj["kind"] != "header":
+                raise TraceError(f"line {n}: a trace starts with its header")
+            if obj.get("format") != FORMAT:
+                raise TraceError(f"unknown trace format {obj.get('format')!r}")
+            header = obj
+            continue
+        if obj["kind"] == "frame" and not isinstance(obj.get("line"), str):
+            errors.append(f"line {n}: frame record without a line")
+            continue
+        records.append(obj)
+    if header is None:
+        raise TraceError("empty trace")
+    return Trace(header, records, errors)
+
+
+class TraceWriter:
+    """Writes a trace line by line, flushed, so that a recording cut short is still usable."""
+
+    def __init__(self, out: IO[str] | Path | str, header: dict[str, Any]) -> None:
+        self._own = not hasattr(out, "write")
+        self.out: IO[str] = open(out, "w", encoding="utf-8") if self._own else out  # type: ignore[arg-type]
+        self.write(header)
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.out.write(json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n")
+        self.out.flush()
+
+    def frame(self, line: bytes, rx_ms: float | None = None) -> None:
+        if rx_ms is None:
+            rx_ms = time.time() * 1000
+        text = line.rstrip(b"\r\n").decode("latin-1")
+        self.write({"kind": "frame", "rx_ms": round(rx_ms, 3), "line": text})
+
+    def command(self, line: bytes, tx_ms: float | None = None) -> None:
+        if tx_ms is None:
+            tx_ms = time.time() * 1000
+        text = line.rstrip(b"\r\n").decode("latin-1")
+        self.write({"kind": "command", "tx_ms": round(tx_ms, 3), "line": text})
+
+    def close(self) -> None:
+        if self._own:
+            self.out.close()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
