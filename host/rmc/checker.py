@@ -18,6 +18,7 @@ take their place: see RULES.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +59,7 @@ VOID_REASONS = frozenset(
     )
 )
 MIN_REVS = 4
+_HEX8 = re.compile(rb"[0-9a-f]{8}")
 
 
 @dataclass
@@ -149,7 +151,12 @@ class Checker:
         c.lines += 1
         start = line.find(b"$")
         if start < 0:
-            if line.strip():
+            body = line.rstrip(b"\r\n")
+            if len(body) > 9 and body[-9] == 0x2A and _HEX8.fullmatch(body[-8:]):
+                # A frame's tail without its start: damaged, not noise.
+                c.frames += 1
+                c.crc_errors += 1
+            elif body.strip():
                 c.noise += 1
             return None
         c.frames += 1
