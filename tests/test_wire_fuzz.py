@@ -235,7 +235,7 @@ def test_forged_frames_without_key(data):
 @given(st.data())
 def test_replay_from_an_earlier_boot(data):
     first, res1 = clean(KEY, boot=1, spins=3)
-    second, _ = clean(KEY, boot=2, spins=3)
+    second, res2 = clean(KEY, boot=2, spins=3)
     # Boot 2's frames continue the table's spin count in real life; renumbering is not needed
     # for this test, which only replays boot 1 frames after boot 2 began.
     picks = data.draw(st.lists(st.integers(0, len(first) - 1), min_size=1, max_size=10))
@@ -247,6 +247,7 @@ def test_replay_from_an_earlier_boot(data):
     assert r.valid == len(first) + len(second)
     assert r.reboots == 1 and r.boots == [1, 2]
     assert r.auth_failures == 0 and r.crc_errors == 0
+    assert [(x["spin"], x["result"]) for x in r.results] == list(res1) + list(res2)
 
 
 def test_untagged_frames_in_a_tagged_stream_fail_without_key():
