@@ -1,0 +1,316 @@
+"""The physics of one spin: ball on the track, drop, spiral, deflectors, pockets; the rotor.
+
+Track (DESIGN.md): dΩ/dt = −αΩ|Ω| − β·sign(Ω) − (g·sin τ / R)·sin(θ − ψ)
+  α  air drag of the ball, from its size and mass (½ρC_dA·R/m);
+  β  rolling friction in the groove, μ·g/R;
+  τ, ψ  the table's tilt and its direction: gravity's pull along the tilted track.
+The ball leaves the rim when R·Ω² < g·tan δ(θ), δ the angle at which the rim groove holds the
+ball, steeper on the tilt's low side. See docs/sim.md for why δ is not the 5° cone slope.
+
+After the drop the ball spirals down the cone, meets the deflector ring (it strikes the next
+deflector ahead or slips between two), and reaches the pocket ring, where it hops from pocket to
+pocket in the rotor's frame until the frets have taken its energy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from rmc.sim.wheel import Wheel
+
+G = 9.81
+AIR_DENSITY = 1.2
+SPHERE_CD = 0.47
+TWO_PI = 2.0 * math.pi
+
+
+@dataclass(frozen=True)
+class Params:
+    """A wheel's physical parameters: centre values and how much they vary.
+
+    `*_spread` are spin-to-spin variations (relative standard deviations unless said);
+    `drift_*` are slow session drifts (random walk per spin, pulled back to the centre).
+    """
+
+    # Ball (a resin/PTFE ball of 20 mm).
+    ball_diameter_m: float = 0.020
+    ball_mass_kg: float = 0.0065
+    # Rim groove: effective holding angle δ (drop when R·Ω² < g·tan δ) and rolling friction μ.
+    groove_angle_deg: float = 42.0
+    groove_tan_spread: float = 0.45  # lognormal σ of tan δ from spin to spin (ball seating)
+    rolling_friction: float = 0.0145
+    rolling_friction_spread: float = 0.12
+    # Table tilt: a level wheel is never quite level.
+    tilt_deg: float = 0.12
+    tilt_dir_deg: float = 200.0
+    # Croupier's launch: period of the ball's first turn (s), uniform in this range.
+    launch_period_s: tuple[float, float] = (0.40, 0.62)
+    # Rotor: period just after the croupier's push (s), uniform, and its bearing friction.
+    rotor_period_s: tuple[float, float] = (3.0, 4.3)
+    rotor_friction: float = 0.004  # rad/s² of bearing drag
+    # After the drop.
+    spiral_time_s: tuple[float, float] = (0.5, 1.1)
+    deflector_hit_prob: float = 0.7
+    deflector_restitution: tuple[float, float] = (0.25, 0.6)
+    fret_decel: float = 4.5  # rad/s² of relative deceleration while hopping over frets
+    pocket_entry_speed: float = 0.55  # fraction of the ball's speed kept when it meets the rotor
+    # Session drift: how far (relative) the centre values wander over a session.
+    drift_sigma: float = 0.015
+    drift_pull: float = 0.05
+    # Integration step of the track model (s).
+    dt_s: float = 0.004
+
+    def __post_init__(self) -> None:
+        checks = {
+            "ball_diameter_m": self.ball_diameter_m > 0,
+            "ball_mass_kg": self.ball_mass_kg > 0,
+            "groove_angle_deg": 0 < self.groove_angle_deg < 85,
+            "rolling_friction": self.rolling_friction > 0,
+            "launch_period_s": 0 < self.launch_period_s[0] <= self.launch_period_s[1],
+            "rotor_period_s": 0 < self.rotor_period_s[0] <= self.rotor_period_s[1],
+            "spiral_time_s": 0 < self.spiral_time_s[0] <= self.spiral_time_s[1],
+            "deflector_hit_prob": 0 <= self.deflector_hit_prob <= 1,
+            "fret_decel": self.fret_decel > 0,
+            "dt_s": 0 < self.dt_s <= 0.02,
+        }
+        bad = [k for k, ok in checks.items() if not ok]
+        if bad:
+            raise ValueError(f"bad simulator parameters: {', '.join(bad)}")
+
+    def with_(self, **changes: object) -> Params:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass
+class Drift:
+    """Multiplicative factors that wander slowly over a session (one step per spin)."""
+
+    groove: float = 1.0
+    friction: float = 1.0
+    tilt_dir: float = 0.0  # radians added to the tilt direction
+
+    def step(self, rng: np.random.Generator, p: Params) -> None:
+        # Ornstein-Uhlenbeck steps: a warming wheel wanders but does not run away.
+        self.groove += -p.drift_pull * (self.groove - 1.0) + p.drift_sigma * rng.normal()
+        self.friction += -p.drift_pull * (self.friction - 1.0) + p.drift_sigma * rng.normal()
+        self.tilt_dir += -p.drift_pull * self.tilt_dir + 2 * p.drift_sigma * rng.normal()
+
+
+@dataclass(frozen=True)
+class SpinSetup:
+    """What one spin starts from: drawn by `draw_setup`, or set by a scenario."""
+
+    ball_dir: int  # +1 clockwise, −1 counter-clockwise
+    omega0: float  # ball speed at release (rad/s, magnitude)
+    theta0: float  # stator angle of release (rad)
+    tan_groove: float
+    beta: float
+    alpha: float
+    tilt: float
+    tilt_dir: float
+
+
+def draw_setup(
+    rng: np.random.Generator, wheel: Wheel, p: Params, drift: Drift, ball_dir: int
+) -> SpinSetup:
+    tan_g = math.tan(math.radians(p.groove_angle_deg)) * drift.groove
+    tan_g *= math.exp(p.groove_tan_spread * float(np.clip(rng.normal(), -2.5, 2.5)))
+    mu = p.rolling_friction * drift.friction
+    mu *= 1.0 + p.rolling_friction_spread * float(np.clip(rng.normal(), -2.5, 2.5))
+    area = math.pi * (p.ball_diameter_m / 2) ** 2
+    alpha = AIR_DENSITY * SPHERE_CD * area * wheel.track_radius_m / (2 * p.ball_mass_kg)
+    period0 = float(rng.uniform(*p.launch_period_s))
+    return SpinSetup(
+        ball_dir=ball_dir,
+        omega0=TWO_PI / period0,
+        theta0=float(rng.uniform(0, TWO_PI)),
+        tan_groove=tan_g,
+        beta=mu * G / wheel.track_radius_m,
+        alpha=alpha,
+        tilt=math.radians(p.tilt_deg),
+        tilt_dir=math.radians(p.tilt_dir_deg) + drift.tilt_dir,
+    )
+
+
+def drop_speed(wheel: Wheel, s: SpinSetup) -> float:
+    """Speed (rad/s) below which a level wheel's rim no longer holds the ball."""
+    return math.sqrt(G * s.tan_groove / wheel.track_radius_m)
+
+
+@dataclass
+class Track:
+    """The ball's run on the track: angle samples until the drop (times from the release)."""
+
+    t: np.ndarray  # s
+    theta: np.ndarray  # rad, unwrapped, signed (clockwise positive)
+    omega: np.ndarray  # rad/s, signed
+    t_drop: float
+    theta_drop: float
+    omega_drop: float
+
+    def passes(self, sensor_angle: float) -> np.ndarray:
+        """Times (s) at which the ball passes a stator angle, before the drop."""
+        th = self.theta
+        lo, hi = np.minimum(th[:-1], th[1:]), np.maximum(th[:-1], th[1:])
+        k_lo = np.ceil((lo - sensor_angle) / TWO_PI)
+        k_hi = np.floor((hi - sensor_angle) / TWO_PI)
+        out: list[float] = []
+        # The ball never turns back on the track, so each step holds at most one crossing.
+        for i in np.nonzero(k_hi >= k_lo)[0]:
+            target = sensor_angle + TWO_PI * k_lo[i]
+            frac = (target - th[i]) / (th[i + 1] - th[i])
+            out.append(float(self.t[i] + frac * (self.t[i + 1] - self.t[i])))
+        return np.asarray(out)
+
+    def lap_periods(self, sensor_angle: float) -> np.ndarray:
+        return np.diff(self.passes(sensor_angle))
+
+
+def run_track(wheel: Wheel, s: SpinSetup, dt: float, max_time: float = 120.0) -> Track:
+    """Integrate the ball on the track (midpoint rule) until the rim lets it go."""
+    r = wheel.track_radius_m
+    k_tilt = G * math.sin(s.tilt) / r
+    tan_d = math.tan(math.atan(s.tan_groove))
+    sec2 = 1.0 + tan_d * tan_d
+    g_over_r = G / r
+
+    def accel(th: float, om: float) -> float:
+        sgn = 1.0 if om > 0 else -1.0
+        return -s.alpha * om * om * sgn - s.beta * sgn - k_tilt * math.sin(th - s.tilt_dir)
+
+    def held(th: float, om: float) -> float:
+        # >0 while the rim holds the ball; the tilt steepens the groove on its low side
+        # (tan(δ+ε) ≈ tan δ + ε·sec²δ).
+        lim = g_over_r * (tan_d + s.tilt * math.cos(th - s.tilt_dir) * sec2)
+        return om * om - lim
+
+    th, om, t = s.theta0, s.omega0 * s.ball_dir, 0.0
+    ts, ths, oms = [t], [th], [om]
+    h_prev = held(th, om)
+    if h_prev <= 0:
+        raise ValueError("launch speed too low: the ball falls off the rim at once")
+    while True:
+        a1 = accel(th, om)
+        thm, omm = th + 0.5 * dt * om, om + 0.5 * dt * a1
+        a2 = accel(thm, omm)
+        th_n, om_n = th + dt * omm, om + dt * a2
+        h_n = held(th_n, om_n)
+        if h_n <= 0 or om_n * om <= 0:
+            # The crossing inside this step, by linear interpolation of the margin.
+            frac = h_prev / (h_prev - h_n) if h_prev != h_n else 1.0
+            frac = min(max(frac, 0.0), 1.0)
+            t_d = t + frac * dt
+            th_d = th + frac * (th_n - th)
+            om_d = om + frac * (om_n - om)
+            ts.append(t_d)
+            ths.append(th_d)
+            oms.append(om_d)
+            return Track(np.asarray(ts), np.asarray(ths), np.asarray(oms), t_d, th_d, om_d)
+        t, th, om, h_prev = t + dt, th_n, om_n, h_n
+        ts.append(t)
+        ths.append(th)
+        oms.append(om)
+        if t > max_time:
+            raise ValueError("the ball never leaves the track: check the parameters")
+
+
+@dataclass(frozen=True)
+class Hop:
+    """The ball in a pocket between two hops (times from the release, s)."""
+
+    offset: int  # pockets from the entry pocket, in the rotor's frame
+    t_in: float
+    t_out: float | None  # None: it stays (at rest)
+
+
+@dataclass
+class Landing:
+    """From the drop to rest."""
+
+    t_deflector: float  # the ball meets the deflector ring
+    theta_deflector: float  # stator angle of that meeting
+    deflector: int | None  # index in wheel.json deflectors_deg, or None if it slipped between
+    t_entry: float  # first touch of the pocket ring
+    theta_entry: float
+    rel_dir: int  # direction of the ball's travel over the rotor (+1 cw)
+    hops: list[Hop] = field(default_factory=list)
+
+    @property
+    def scatter(self) -> int:
+        """Pockets from the entry pocket to the final one (signed, ball's way positive)."""
+        return self.hops[-1].offset * self.rel_dir
+
+    @property
+    def t_rest(self) -> float:
+        return self.hops[-1].t_in
+
+
+def land(
+    rng: np.random.Generator,
+    wheel: Wheel,
+    p: Params,
+    track: Track,
+    rotor_omega: float,
+) -> Landing:
+    """The ball's way from the drop to rest (rotor_omega: signed rotor speed at the drop)."""
+    d = 1 if track.omega_drop > 0 else -1
+    w_drop = abs(track.omega_drop)
+    # Spiral: angular momentum is kept as the radius shrinks, friction takes a share.
+    t_sp = float(rng.uniform(*p.spiral_time_s))
+    w_ring = w_drop * (wheel.track_radius_m / wheel.deflector_radius_m) ** 2 * 0.7
+    th = track.theta_drop + d * 0.5 * (w_drop + w_ring) * t_sp
+    t = track.t_drop + t_sp
+    deflector: int | None = None
+    if rng.random() < p.deflector_hit_prob:
+        # It strikes the first deflector ahead, unless that one is more than a gap away.
+        ahead = [((d * (a - th)) % TWO_PI, i) for i, a in enumerate(wheel.deflectors_rad)]
+        gap, idx = min(ahead)
+        t += gap / w_ring
+        th += d * gap
+        deflector = idx
+        w_after = w_ring * float(rng.uniform(*p.deflector_restitution))
+        if rng.random() < 0.15:
+            d_after = -d  # a hard hit can throw the ball back
+        else:
+            d_after = d
+    else:
+        w_after = w_ring * float(rng.uniform(0.6, 0.85))
+        d_after = d
+    # Short fall from the deflector ring to the pockets.
+    t_fall = float(rng.uniform(0.12, 0.3))
+    w_ball = w_after * (wheel.deflector_radius_m / wheel.pocket_radius_m) * p.pocket_entry_speed
+    t_entry = t + t_fall
+    th_entry = th + d_after * w_ball * t_fall
+    # Over the rotor the ball moves at its own speed minus the rotor's (they are opposed in a
+    # regular spin, so the speeds add up).
+    w_rel = d_after * w_ball - rotor_omega
+    rel_dir = 1 if w_rel > 0 else -1
+    w_rel = abs(w_rel)
+    # Distance in the rotor frame until the frets have taken the relative speed.
+    dist = w_rel * w_rel / (2 * p.fret_decel)
+    total = round(dist / wheel.pocket_angle)
+    hops: list[Hop] = []
+    t_now, pos, left = t_entry, 0, total
+    while True:
+        # Sits in the pocket briefly, then hops on: long hops early, short ones late.
+        if left <= 0:
+            break
+        stay = float(rng.uniform(0.03, 0.09))
+        hops.append(Hop(pos * rel_dir, t_now, t_now + stay))
+        step = max(1, min(left, int(rng.integers(1, 3 + left // 3))))
+        pos += step
+        left -= step
+        t_now += stay + float(rng.uniform(0.10, 0.22)) * math.sqrt(step)
+    # The last bounces: sometimes back one pocket and in again, then the rattle before rest.
+    if rng.random() < 0.3:
+        hops.append(Hop(pos * rel_dir, t_now, t_now + float(rng.uniform(0.02, 0.05))))
+        t_now += float(rng.uniform(0.12, 0.25))
+        pos -= 1
+    for _ in range(int(rng.integers(0, 3))):
+        hops.append(Hop(pos * rel_dir, t_now, t_now + float(rng.uniform(0.01, 0.03))))
+        t_now += float(rng.uniform(0.02, 0.08))
+    hops.append(Hop(pos * rel_dir, t_now, None))
+    return Landing(t - 0.0, th, deflector, t_entry, th_entry, rel_dir, hops)
