@@ -1,0 +1,129 @@
+"""`rmc sim`: simulate a table session and write its sensor trace with the ground truth."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from rmc.sim import SCENARIOS, ScenarioSpec, Session, simulate_session, write_laps_csv
+
+EXIT_BAD_INPUT = 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sim",
+        help="simulate a wheel: sensor edges and ground truth as a trace",
+        description="Simulate a Roulette Monte-Carlo table session with a physical model of "
+        "the wheel and write its raw sensor edges and ground truth as a JSON Lines trace. "
+        "Deterministic for a seed. Scenarios: NAME (placed by the simulator) or NAME@SPIN.",
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    p.add_argument("--spins", type=int, default=10, help="launches in the session (default 10)")
+    p.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        metavar="NAME[@SPIN]",
+        help="add a scenario (repeatable); see --list-scenarios",
+    )
+    p.add_argument("--list-scenarios", action="store_true", help="list scenarios and exit")
+    p.add_argument("-o", "--output", metavar="TRACE.jsonl", help="write the trace here")
+    p.add_argument("--laps", metavar="LAPS.csv", help="write the ball lap times (rmc rnvp input)")
+    p.add_argument("--plot", metavar="DIR", help="write the figure plots (PNG) into DIR")
+    p.add_argument("--table", default="sim", help="table id in the trace header")
+    p.add_argument("--quiet", action="store_true", help="no summary table")
+    p.set_defaults(func=run)
+
+
+def _fmt(x: float | None, spec: str = ".2f") -> str:
+    return "–" if x is None else format(x, spec)
+
+
+def summary_table(s: Session) -> Table:
+    t = Table(
+        title=f"rmc sim — seed {s.seed}, {len(s.spins)} spins",
+        caption="track: launch to drop (s); last: last full lap (s); scatter: pockets from "
+        "the deflector impact to rest",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    t.add_column("#", justify="right")
+    t.add_column("scenario", no_wrap=True)
+    t.add_column("rotor/ball", no_wrap=True)
+    for col in ("track", "revs", "last", "scatter", "result", "ch"):
+        t.add_column(col, justify="right", no_wrap=True)
+    t.add_column("void", no_wrap=True)
+    for sp in s.spins:
+        t.add_row(
+            str(sp.spin),
+            sp.scenario,
+            f"{'cw' if sp.rotor_dir > 0 else 'ccw'}/{'cw' if sp.ball_dir > 0 else 'ccw'}",
+            _fmt(sp.track_time_s, ".1f"),
+            str(sp.revs),
+            _fmt(sp.lap_periods_s[-1] if sp.lap_periods_s else None, ".3f"),
+            "–" if sp.scatter is None else str(sp.scatter),
+            sp.pocket or "–",
+            "–" if sp.channel is None else str(sp.channel),
+            sp.void or "",
+        )
+    return t
+
+
+def figures_line(s: Session) -> str:
+    ok = [sp for sp in s.valid_spins() if sp.track_time_s is not None]
+    if not ok:
+        return "no valid spin"
+    med = statistics.median
+    return (
+        f"{len(ok)} valid spins — median: track {med(sp.track_time_s for sp in ok):.1f} s, "
+        f"{med(sp.revs for sp in ok):.0f} revs, last lap "
+        f"{med(sp.lap_periods_s[-1] for sp in ok):.3f} s, "
+        f"scatter {med(abs(sp.scatter or 0) for sp in ok):.0f} pockets"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    err = Console(stderr=True)
+    if args.list_scenarios:
+        t = Table("scenario", "what it does", title="rmc sim scenarios", title_justify="left")
+        for name, what in SCENARIOS.items():
+            t.add_row(name, what)
+        Console().print(t)
+        return 0
+    try:
+        specs = [ScenarioSpec.parse(x) for x in args.scenario]
+        with err.status("simulating…"):
+            s = simulate_session(args.seed, args.spins, scenarios=specs, table=args.table)
+    except ValueError as e:
+        print(f"rmc sim: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    try:
+        if args.output:
+            n = s.write_trace(args.output)
+            err.print(f"trace: {n} records → {args.output}")
+        if args.laps:
+            rows = [sp.lap_periods_s for sp in s.valid_spins()]
+            write_laps_csv(args.laps, rows)
+            err.print(f"laps: {len(rows)} spins → {args.laps}")
+        if args.plot:
+            from rmc.sim.plots import write_plots
+
+            for path in write_plots(Path(args.plot), seed=args.seed):
+                err.print(f"plot: {path}")
+    except OSError as e:
+        print(f"rmc sim: cannot write: {e}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        out = Console()
+        if out.width < 110:
+            out = Console(width=110)  # the table's columns are short; let it use one line a spin
+        out.print(summary_table(s))
+        out.print(figures_line(s))
+    return 0
