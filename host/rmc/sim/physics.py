@@ -39,15 +39,15 @@ class Params:
     ball_diameter_m: float = 0.020
     ball_mass_kg: float = 0.0065
     # Rim groove: effective holding angle δ (drop when R·Ω² < g·tan δ) and rolling friction μ.
-    groove_angle_deg: float = 42.0
+    groove_angle_deg: float = 43.0
     groove_tan_spread: float = 0.45  # lognormal σ of tan δ from spin to spin (ball seating)
-    rolling_friction: float = 0.0145
+    rolling_friction: float = 0.0135
     rolling_friction_spread: float = 0.12
     # Table tilt: a level wheel is never quite level.
     tilt_deg: float = 0.12
     tilt_dir_deg: float = 200.0
     # Croupier's launch: period of the ball's first turn (s), uniform in this range.
-    launch_period_s: tuple[float, float] = (0.40, 0.62)
+    launch_period_s: tuple[float, float] = (0.40, 0.60)
     # Rotor: period just after the croupier's push (s), uniform, and its bearing friction.
     rotor_period_s: tuple[float, float] = (3.0, 4.3)
     rotor_friction: float = 0.004  # rad/s² of bearing drag

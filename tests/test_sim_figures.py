@@ -1,0 +1,101 @@
+"""The simulated wheel's figures against the published ones (DESIGN.md, issue 6), over 300 spins.
+
+Published: 10–25 s and 10–20 revolutions on the track; first laps ≈0.5–0.7 s; last lap before
+the drop 0.6–2 s, median ≈1.1 s; each of the last laps ≈15% longer than the one before; scatter
+≈8–20 pockets from the deflector impact; rotor ≈3–5 s per revolution.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from functools import cache
+
+import numpy as np
+
+from rmc.sim import Params, SpinRecord, simulate_laps, simulate_session
+from rmc.sim.physics import Drift, draw_setup, drop_speed, run_track
+from rmc.sim.wheel import load_wheel
+
+
+@cache
+def spins() -> tuple[SpinRecord, ...]:
+    s = simulate_session(2024, 300, edges=False)
+    assert s.events == []
+    return tuple(s.valid_spins())
+
+
+def pct(values, q: float) -> float:
+    return float(np.percentile(np.asarray(list(values), float), q))
+
+
+def test_time_on_track() -> None:
+    t = [sp.track_time_s for sp in spins()]
+    assert 10.0 <= statistics.median(t) <= 25.0
+    assert pct(t, 90) <= 25.0 and pct(t, 10) >= 5.0
+
+
+def test_revolutions() -> None:
+    r = [sp.revs for sp in spins()]
+    assert 10 <= statistics.median(r) <= 20
+    assert pct(r, 90) <= 20 and pct(r, 5) >= 5
+
+
+def test_first_laps() -> None:
+    first = [sp.lap_periods_s[0] for sp in spins()]
+    assert 0.5 <= statistics.median(first) <= 0.7
+    assert pct(first, 5) >= 0.4 and pct(first, 95) <= 0.75
+
+
+def test_last_lap() -> None:
+    last = [sp.lap_periods_s[-1] for sp in spins()]
+    assert 1.0 <= statistics.median(last) <= 1.25
+    assert pct(last, 2) >= 0.6 and pct(last, 98) <= 2.0
+    assert statistics.pstdev(last) > 0.1, "spins must differ from one another"
+
+
+def test_last_laps_grow() -> None:
+    # Each of the last laps longer than the one before, by about 10-15%.
+    ratios = [sp.lap_periods_s[-1] / sp.lap_periods_s[-2] for sp in spins()]
+    assert 1.07 <= statistics.median(ratios) <= 1.2
+    for sp in spins():
+        tail = sp.lap_periods_s[-4:]
+        assert all(b > a for a, b in itertools.pairwise(tail))
+
+
+def test_scatter() -> None:
+    sc = [abs(sp.scatter) for sp in spins()]
+    assert 8 <= statistics.median(sc) <= 20
+    assert pct(sc, 25) >= 5 and pct(sc, 75) <= 22
+
+
+def test_rotor_period() -> None:
+    assert all(3.0 <= sp.rotor_period_s <= 5.0 for sp in spins())
+
+
+def test_results_spread_over_the_wheel() -> None:
+    counts = np.bincount([sp.channel for sp in spins()], minlength=39)
+    assert counts.min() >= 1 and counts.max() <= 4 * len(spins()) / 39
+
+
+def test_drop_rule_holds_at_the_drop() -> None:
+    # The track model stops where R·Ω² meets g·tan δ (up to the tilt's small correction).
+    wheel, p = load_wheel(), Params()
+    rng = np.random.default_rng(5)
+    for k in range(20):
+        s = draw_setup(rng, wheel, p, Drift(), 1 if k % 2 else -1)
+        tr = run_track(wheel, s, p.dt_s)
+        assert math.isclose(abs(tr.omega_drop), drop_speed(wheel, s), rel_tol=0.02)
+        assert abs(tr.omega[0]) > abs(tr.omega_drop)
+
+
+def test_laps_api_and_drift() -> None:
+    laps = simulate_laps(9, 40)
+    assert len(laps) == 40 and all(len(x) >= 4 for x in laps)
+    d, rng, p = Drift(), np.random.default_rng(1), Params()
+    seen = []
+    for _ in range(300):
+        d.step(rng, p)
+        seen.append(d.groove)
+    assert 0.8 < min(seen) < max(seen) < 1.2 and statistics.pstdev(seen) > 0.01
