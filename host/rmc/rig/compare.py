@@ -1,0 +1,256 @@
+"""The board's frames against the trace's ground truth, within stated tolerances.
+
+Spins are matched by time, not by number (the board numbers its spins across sessions and
+boots; the simulator from 1): truth spin n owns the board frames received from its launch up
+to the next spin's launch (plus `slack_s`) that carry the board's spin number of the LAUNCH
+frame received in that window. There the board must give exactly the truth's outcome (the
+result's number, or the void and its reason), call « rien ne va plus » never after the ball
+left the track (`rnvp_late_ms` allows for the frame's time on the line and the reader), and,
+when the truth asks for a call instant (`rnvp_asked`), call within `rnvp_lead_s` of it on at
+least `rnvp_within_fraction` of the spins. Each truth fault must come as a FAULT frame (same
+code, same on/off) within `fault_s`; results must come within `result_s` of the ball's rest.
+Frames go through the wire's stream checker, so duplicates and resent frames count once, and
+its integrity and decree verdict is part of the comparison.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from rmc.checker import Checker
+from rmc.frames import Frame
+from rmcfw import proto
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    rnvp_late_ms: float = 100.0  # a 250-byte frame takes 22 ms at 115200 baud; reader wake-up
+    rnvp_lead_s: float = 0.5  # issue 6: within ±0.5 s of the asked instant...
+    rnvp_within_fraction: float = 0.9  # ...on nine spins out of ten
+    result_s: float = 5.0  # rest -> RES frame: the settle window plus the line
+    fault_s: float = 3.0  # truth fault -> FAULT frame (stuck sensors need time to be seen)
+    slack_s: float = 2.0  # a spin's window reaches this far past the next launch
+
+
+@dataclass
+class SpinTruth:
+    spin: int
+    launch_ms: float
+    end_ms: float | None  # next spin's launch (None: the last spin)
+    drop_ms: float | None = None
+    rest_ms: float | None = None
+    rnvp_asked_ms: float | None = None
+    pocket: str | None = None  # the valid result's number
+    void: str | None = None  # the first void reason
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        return f"void:{self.void}" if self.void else f"result:{self.pocket}"
+
+
+@dataclass
+class SpinCheck:
+    spin: int
+    expected: str
+    got: list[str]
+    ok: bool
+    rnvp_ms: float | None = None
+    drop_ms: float | None = None
+    rnvp_asked_ms: float | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Comparison:
+    spins: list[SpinCheck] = field(default_factory=list)
+    faults_expected: int = 0
+    faults_matched: int = 0
+    problems: list[str] = field(default_factory=list)
+    rnvp_within: int = 0
+    rnvp_asked: int = 0
+    checker_clean: bool = True
+    checker: dict[str, Any] = field(default_factory=dict)
+    tolerances: Tolerances = field(default_factory=Tolerances)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and all(s.ok for s in self.spins) and self.checker_clean
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "spins": [asdict(s) for s in self.spins],
+            "faults_expected": self.faults_expected,
+            "faults_matched": self.faults_matched,
+            "rnvp_within": self.rnvp_within,
+            "rnvp_asked": self.rnvp_asked,
+            "problems": self.problems,
+            "checker_clean": self.checker_clean,
+            "checker": self.checker,
+            "tolerances": asdict(self.tolerances),
+        }
+
+
+def truth_spins(records: Iterable[dict[str, Any]]) -> tuple[list[SpinTruth], list[dict]]:
+    """Truth records -> spins (by launch) and the fault records."""
+    by_spin: dict[int, list[dict[str, Any]]] = {}
+    faults: list[dict[str, Any]] = []
+    for r in records:
+        if r.get("kind") != "truth":
+            continue
+        if r.get("event") == "fault":
+            faults.append(r)
+        n = r.get("spin")
+        if isinstance(n, int):
+            by_spin.setdefault(n, []).append(r)
+    spins: list[SpinTruth] = []
+    for n in sorted(by_spin):
+        evs = sorted(by_spin[n], key=lambda r: r.get("t_us", 0))
+        launch = next((r for r in evs if r.get("event") == "launch"), None)
+        if launch is None:
+            continue  # truth about a closed table (tamper): no spin window
+        s = SpinTruth(n, launch["t_us"] / 1000, None, events=evs)
+        for r in evs:
+            ev, t = r.get("event"), r.get("t_us", 0) / 1000
+            if ev == "drop" and s.drop_ms is None:
+                s.drop_ms = t
+            elif ev == "rnvp_asked" and s.rnvp_asked_ms is None:
+                s.rnvp_asked_ms = t
+            elif ev == "void" and s.void is None:
+                s.void = str(r.get("reason"))
+            elif ev == "rest":
+                s.rest_ms = t
+                if not r.get("void"):
+                    s.pocket = str(r.get("pocket"))
+        spins.append(s)
+    spins.sort(key=lambda s: s.launch_ms)
+    for a, b in itertools.pairwise(spins):
+        a.end_ms = b.launch_ms
+    return spins, faults
+
+
+def received_frames(
+    lines: Iterable[tuple[float, bytes]], key: bytes | None = None
+) -> tuple[list[tuple[float, Frame]], Checker]:
+    """(rx_ms, line) -> the valid, new frames with their first receive time, via the checker."""
+    checker = Checker(key=key)
+    out: list[tuple[float, Frame]] = []
+    for rx, line in lines:
+        f = checker.feed(line, rx)
+        if f is not None:
+            out.append((rx, f))
+    return out, checker
+
+
+def compare(
+    records: Iterable[dict[str, Any]],
+    lines: Iterable[tuple[float, bytes]],
+    tol: Tolerances | None = None,
+    key: bytes | None = None,
+) -> Comparison:
+    """Compare the frames received (rx_ms from trace t = 0) with the trace's truth."""
+    tol = tol or Tolerances()
+    spins, faults = truth_spins(records)
+    frames, checker = received_frames(lines, key)
+    report = checker.report()
+    cmp = Comparison(tolerances=tol, checker_clean=report.clean, checker=report.to_json())
+    slack = tol.slack_s * 1000
+    used: set[int] = set()
+    outcome_types = (proto.T_RESULT, proto.T_VOID)
+    for s in spins:
+        end = s.end_ms + slack if s.end_ms is not None else float("inf")
+        mine = [
+            (i, rx, f)
+            for i, (rx, f) in enumerate(frames)
+            if s.launch_ms <= rx < end and i not in used
+        ]
+        # The board's own number for this spin, from its LAUNCH frame in the window.
+        board_spin = next(
+            (
+                f.fields.get("spin")
+                for _, rx, f in mine
+                if f.type == proto.T_LAUNCH and (s.end_ms is None or rx < s.end_ms)
+            ),
+            None,
+        )
+        got: list[str] = []
+        rnvp: float | None = None
+        res_rx: float | None = None
+        for i, rx, f in mine:
+            if board_spin is not None:
+                if f.fields.get("spin") != board_spin:
+                    continue
+            elif s.end_ms is not None and rx >= s.end_ms:
+                continue  # no LAUNCH seen: only the spin's own time window counts
+            if f.type in outcome_types:
+                used.add(i)
+                if f.type == proto.T_RESULT:
+                    got.append(f"result:{f.fields.get('num')}")
+                    res_rx = rx
+                else:
+                    got.append(f"void:{f.fields.get('reason')}")
+            elif f.type == proto.T_RNVP and rnvp is None and not f.resent:
+                rnvp = rx
+        c = SpinCheck(s.spin, s.outcome, got, True, rnvp, s.drop_ms, s.rnvp_asked_ms)
+        if got != [s.outcome]:
+            c.problems.append(f"outcome: expected {s.outcome}, got {got or 'nothing'}")
+        if s.pocket is not None and not s.void:
+            if rnvp is None:
+                c.problems.append("no « rien ne va plus »")
+        if rnvp is not None and s.drop_ms is not None and rnvp > s.drop_ms + tol.rnvp_late_ms:
+            c.problems.append(
+                f"« rien ne va plus » late: {rnvp - s.drop_ms:.0f} ms after the drop"
+                f" (tolerance {tol.rnvp_late_ms:.0f} ms)"
+            )
+        if s.rnvp_asked_ms is not None and rnvp is not None:
+            cmp.rnvp_asked += 1
+            if abs(rnvp - s.rnvp_asked_ms) <= tol.rnvp_lead_s * 1000:
+                cmp.rnvp_within += 1
+        if res_rx is not None and s.rest_ms is not None:
+            if not (s.rest_ms <= res_rx <= s.rest_ms + tol.result_s * 1000):
+                c.problems.append(
+                    f"result received {res_rx - s.rest_ms:+.0f} ms from the rest"
+                    f" (window 0..{tol.result_s * 1000:.0f} ms)"
+                )
+        c.ok = not c.problems
+        cmp.spins.append(c)
+    if cmp.rnvp_asked and cmp.rnvp_within < tol.rnvp_within_fraction * cmp.rnvp_asked:
+        cmp.problems.append(
+            f"« rien ne va plus » within ±{tol.rnvp_lead_s} s of the asked instant on"
+            f" {cmp.rnvp_within}/{cmp.rnvp_asked} spins (needed {tol.rnvp_within_fraction:.0%})"
+        )
+    stray = [
+        f"{f.type} {f.fields}"
+        for i, (_, f) in enumerate(frames)
+        if f.type in outcome_types and i not in used
+    ]
+    if stray:
+        cmp.problems.append(f"outcomes outside any spin: {stray[:5]}")
+    # Faults: each truth fault needs a FAULT frame with its code and on/off, soon after.
+    fault_frames = [(rx, f) for rx, f in frames if f.type == proto.T_FAULT]
+    taken: set[int] = set()
+    cmp.faults_expected = len(faults)
+    for r in faults:
+        t = r.get("t_us", 0) / 1000
+        code, on = str(r.get("code")), str(r.get("on", 1))
+        hit = next(
+            (
+                k
+                for k, (rx, f) in enumerate(fault_frames)
+                if k not in taken
+                and f.fields.get("code") == code
+                and f.fields.get("on", "1") == on
+                and t - 100 <= rx <= t + tol.fault_s * 1000
+            ),
+            None,
+        )
+        if hit is None:
+            cmp.problems.append(f"fault {code} on={on} at {t / 1000:.3f} s: no FAULT frame")
+        else:
+            taken.add(hit)
+            cmp.faults_matched += 1
+    return cmp
