@@ -55,6 +55,7 @@ class Params:
     spiral_time_s: tuple[float, float] = (0.5, 1.1)
     deflector_hit_prob: float = 0.7
     deflector_restitution: tuple[float, float] = (0.25, 0.6)
+    deflector_reverse_prob: float = 0.05
     fret_decel: float = 4.5  # rad/s² of relative deceleration while hopping over frets
     pocket_entry_speed: float = 0.55  # fraction of the ball's speed kept when it meets the rotor
     # Session drift: how far (relative) the centre values wander over a session.
@@ -272,8 +273,8 @@ def land(
         th += d * gap
         deflector = idx
         w_after = w_ring * float(rng.uniform(*p.deflector_restitution))
-        if rng.random() < 0.15:
-            d_after = -d  # a hard hit can throw the ball back
+        if rng.random() < p.deflector_reverse_prob:
+            d_after = -d  # a square hit can throw the ball back
         else:
             d_after = d
     else:

@@ -157,6 +157,7 @@ class SpinRecord:
     rotor_dir: int
     ball_dir: int
     launch_s: float
+    first_pass_s: float | None  # launch to the ball's first pass at sensor A
     lap_periods_s: list[float]
     track_time_s: float | None  # launch to drop (None: caught before the drop)
     drop_s: float | None
@@ -368,6 +369,7 @@ def _simulate_spin(
         rotor_dir=rotor_dir,
         ball_dir=ball_dir,
         launch_s=t_launch,
+        first_pass_s=float(laps_a[0]) if laps_a.size else None,
         lap_periods_s=[float(x) for x in np.diff(laps_a)],
         track_time_s=track.t_drop,
         drop_s=t_launch + track.t_drop,
