@@ -430,3 +430,17 @@ def test_bad_requests(kwargs: dict, message: str) -> None:
 def test_bad_seed() -> None:
     with pytest.raises(ValueError, match="seed"):
         simulate_session(-1, 3)
+
+
+def test_trace_reads_with_the_wire_reader(tmp_path) -> None:
+    # The trace module of the wire half (docs/traces.md) reads the simulator's file cleanly.
+    from rmc.trace import read_trace
+
+    path = tmp_path / "t.jsonl"
+    s = simulate_session(8, 3, scenarios=["power_cut"])
+    s.write_trace(path)
+    tr = read_trace(path)
+    assert tr.errors == []
+    assert tr.header["source"] == "sim"
+    assert len(tr.of_kind("sensor")) == len(s.events)
+    assert len(tr.of_kind("truth")) == len(s.truth) and len(tr.of_kind("power")) == 2

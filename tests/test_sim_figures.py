@@ -13,6 +13,7 @@ import statistics
 from functools import cache
 
 import numpy as np
+import pytest
 
 from rmc.sim import Params, SpinRecord, simulate_laps, simulate_session
 from rmc.sim.physics import Drift, draw_setup, drop_speed, run_track
@@ -99,3 +100,15 @@ def test_laps_api_and_drift() -> None:
         d.step(rng, p)
         seen.append(d.groove)
     assert 0.8 < min(seen) < max(seen) < 1.2 and statistics.pstdev(seen) > 0.01
+
+
+def test_laps_jitter_and_tail() -> None:
+    clean = simulate_laps(9, 30)
+    noisy = simulate_laps(9, 30, jitter_s=0.02, last=6)
+    assert noisy == simulate_laps(9, 30, jitter_s=0.02, last=6)
+    assert len(noisy) == len(clean) and all(len(x) == 6 for x in noisy)
+    err = np.concatenate([np.subtract(n, c[-6:]) for n, c in zip(noisy, clean, strict=True)])
+    # Each lap is the difference of two noisy passes: σ·√2 ≈ 28 ms.
+    assert 0.015 < float(np.std(err)) < 0.045
+    with pytest.raises(ValueError):
+        simulate_laps(1, 3, jitter_s=-1)

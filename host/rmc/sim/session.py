@@ -396,7 +396,6 @@ def _simulate_spin(
 
     t_drop = t_launch + track.t_drop
     _ball_pulses(b, track, t_launch, t_drop)
-    rec.lap_periods_s = [float(x) for x in np.diff(laps_a)]
     b.say(
         t_drop,
         n,
@@ -698,12 +697,33 @@ def simulate_session(
 
 
 def simulate_laps(
-    seed: int, spins: int, params: Params | None = None, wheel: Wheel | None = None
+    seed: int,
+    spins: int,
+    params: Params | None = None,
+    wheel: Wheel | None = None,
+    jitter_s: float = 0.0,
+    last: int | None = None,
 ) -> list[list[float]]:
     """Ball lap periods (s, at sensor A, oldest first) of `spins` regular spins, for the
-    predictor: the last one is the last full lap before the ball left the track."""
+    predictor: the last one is the last full lap before the ball left the track.
+
+    jitter_s: standard deviation of a timing error added to every pass (hand-clocked video
+    laps are noisy by tens of ms); last: keep only the last N laps (often all that is clocked).
+    Spins the physics voids (fewer than 4 laps) are left out."""
+    if jitter_s < 0 or (last is not None and last < 1):
+        raise ValueError("jitter_s must be >= 0 and last >= 1")
     s = simulate_session(seed, spins, params=params, wheel=wheel, edges=False)
-    return [list(sp.lap_periods_s) for sp in s.spins]
+    rng = np.random.default_rng([seed & 0xFFFFFFFF, seed >> 32, 0x1A95])
+    out: list[list[float]] = []
+    for sp in s.valid_spins():
+        passes = np.concatenate([[0.0], np.cumsum(sp.lap_periods_s)])
+        if jitter_s:
+            passes = passes + rng.normal(0.0, jitter_s, passes.size)
+        laps = np.diff(passes)
+        if last is not None:
+            laps = laps[-last:]
+        out.append([float(x) for x in laps])
+    return out
 
 
 def write_laps_csv(path: str | Path, laps: Iterable[Iterable[float]]) -> int:
