@@ -1,0 +1,54 @@
+# Thresholds of the table, with their defaults and allowed ranges. The host changes them with
+# SET key=... value=...; they are kept in the power-safe state.
+_KEYS = {
+    # key: (default, min, max)
+    "settle_ms": (1500, 200, 10000),  # one pocket held that long: the ball is at rest
+    "object_ms": (300, 20, 5000),  # two pockets held that long: an object in the cylinder
+    "no_pocket_ms": (10000, 2000, 60000),  # no pocket after the drop: the ball left the wheel
+    "drop_pct": (160, 120, 400),  # no pass for this % of the last lap: the ball has dropped
+    "pocket_drop_ms": (30, 1, 1000),  # a new pocket held that long during the run: dropped
+    "lead_ms": (1000, 0, 10000),  # "rien ne va plus" that long before the predicted drop
+    "lead_revs": (0, 0, 10),  # ... or that many revolutions (when not 0)
+    "limit_ms": (1400, 500, 5000),  # a lap longer than this: call it anyway
+    "min_revs": (4, 1, 20),  # fewer ball revolutions: no spin
+    "lone_max": (1, 0, 100),  # ball edges without partner tolerated per spin
+    "stuck_off": (300, 39, 5000),  # results without a pocket ever seen on: stuck off
+    "pair_ms": (120, 5, 1000),  # gap within which the two ball sensors see one pass
+    "rotor_stop_ms": (2000, 200, 20000),  # no rotor edge that long: the rotor stands still
+    "status_ms": (0, 0, 60000),  # a STAT frame every status_ms (0: on changes only)
+}
+
+
+class Config:
+    def __init__(self, saved=None):
+        for k, v in _KEYS.items():
+            setattr(self, k, v[0])
+        if saved:
+            for k, v in saved.items():
+                try:
+                    self.set(k, v)
+                except ValueError:
+                    pass  # a key of another firmware version: keep the default
+
+    def set(self, key, value):
+        """Set a threshold from its text or int value; ValueError when unknown or out of range."""
+        if key not in _KEYS:
+            raise ValueError("no setting %r" % (key,))
+        v = int(value)
+        _, lo, hi = _KEYS[key]
+        if not lo <= v <= hi:
+            raise ValueError("%s must be in %d..%d" % (key, lo, hi))
+        setattr(self, key, v)
+
+    def changed(self):
+        """The settings that differ from their defaults (what is worth saving)."""
+        out = {}
+        for k, v in _KEYS.items():
+            cur = getattr(self, k)
+            if cur != v[0]:
+                out[k] = cur
+        return out
+
+
+def keys():
+    return tuple(_KEYS)

@@ -1,0 +1,431 @@
+# The spin state machine (decree 2019-819, 1-4 and 1-7; DESIGN.md "The wheel and the spin").
+#
+#   closed --OPEN--> open --lid unlocked--> bets --ball pass--> track --call--> rnvp
+#      ^                ^                    ^                                  |
+#      |  lid locked,   | lid locked         |  ball picked up          drop (no pass / a pocket)
+#      +--- CLOSE ------+                  result <--one pocket settle_ms-- dropped
+#
+# Voids (a spin that gives no result, V_*): ball spun the rotor's way, rotor not reversed,
+# fewer than min_revs revolutions, object in the cylinder, ball out of the wheel, sensors
+# disagreeing. A void is sent as soon as it is known; a voided spin never gets a result.
+# Incident (1-4): an object in the cylinder (a pocket held while the ball runs, two pockets held,
+# or the croupier's incident input): "rien ne va plus", stop, the ball is put back in the
+# pocket of the previous result (checked on the pocket sensors), then launched again; bets
+# stay closed for that new launch.
+#
+# Frames go out through emit(type, (k1, v1, k2, v2, ...)), the wire's Wire.emit signature.
+from micropython import const
+
+from rmcfw import numbers, proto, ticks
+
+CW = "cw"
+CCW = "ccw"
+WHY_DROP = "drop"  # RNVP: the ball dropped before the predictor called (should never happen)
+WHY_INCIDENT = "incident"  # RNVP: an incident stopped the game
+_INC_START = "start"
+_INC_BACK = "ball_back"
+_INC_RELAUNCH = "relaunch"
+_ROTOR_ERRORS = const(8)  # invalid quadrature transitions tolerated per spin
+
+
+def dir_name(d):
+    return CW if d > 0 else (CCW if d < 0 else "-")
+
+
+class Spin:
+    """The table's game logic. Sensors come in through the methods below; the Table feeds them.
+
+    pockets, rotor, ball, predictor: rmcfw.pockets/rotor/ball/rnvp objects.
+    wheel: the 39 labels, pocket channel order (hardware/wheel.json "pockets").
+    state: the persistent state dict (rmcfw.store.defaults()); save(): persist it now.
+    """
+
+    def __init__(self, cfg, pockets, rotor, ball, predictor, wheel, state, emit, save):
+        if len(wheel) != numbers.COUNT:
+            raise ValueError("wheel needs %d pockets" % numbers.COUNT)
+        for label in wheel:
+            numbers.value(label)  # ValueError for a label that is not a number of the game
+        self.cfg = cfg
+        self.pockets = pockets
+        self.rotor = rotor
+        self.ball = ball
+        self.pred = predictor
+        self.wheel = wheel
+        self.st = state
+        self.emit = emit
+        self.save = save
+        self.lid = 1
+        self.incident_in = 0
+        self.state = proto.S_OPEN if state["session"] else proto.S_CLOSED
+        self.void = None  # reason the current spin was voided
+        self.called = False  # "rien ne va plus" called for the current spin
+        self.t_launch = 0
+        self.t_drop = 0
+        self.t_pocket = 0  # last time a pocket was seen held after the drop
+        self.inc_back = False  # incident: ball seen back in its pocket
+        self.frozen = False  # the next launch follows an incident: bets stay closed
+        self.t_status = 0
+        self.dirs_checked = True
+        self.apply_cfg()
+
+    def apply_cfg(self):
+        c = self.cfg
+        p = self.pred
+        p.lead_s = c.lead_ms / 1000
+        p.lead_revs = c.lead_revs
+        p.limit_s = c.limit_ms / 1000
+        self.ball.pair_us = c.pair_ms * 1000
+        self.rotor.stop_us = c.rotor_stop_ms * 1000
+        self.pockets.stuck_off_results = c.stuck_off
+
+    # --- faults -----------------------------------------------------------------------
+
+    def fault(self, code, on, detail=""):
+        faults = self.st["faults"]
+        if bool(on) == (code in faults):
+            return
+        if on:
+            faults[code] = detail
+        else:
+            detail = faults.pop(code)
+        self.emit(proto.T_FAULT, ("code", code, "on", 1 if on else 0, "detail", detail))
+        self.save()
+
+    # --- frames -----------------------------------------------------------------------
+
+    def _set(self, state, t):
+        if state != self.state:
+            self.state = state
+            self.status(t)
+
+    def status(self, t=None):
+        r = self.rotor
+        self.emit(
+            proto.T_STATUS,
+            (
+                "state",
+                self.state,
+                "spin",
+                self.st["spin"],
+                "rotor_ms",
+                r.period_us // 1000,
+                "rdir",
+                dir_name(r.dir),
+                "lid",
+                self.lid,
+            ),
+        )
+        if t is not None:
+            self.t_status = t
+
+    # --- sensors ----------------------------------------------------------------------
+
+    def on_lid(self, t, locked):
+        locked = 1 if locked else 0
+        if locked == self.lid:
+            return
+        self.lid = locked
+        self.emit(proto.T_LID, ("locked", locked))
+        s = self.state
+        if s == proto.S_CLOSED:
+            if not locked:
+                self.emit(proto.T_TAMPER, ("what", "lid"))
+        elif locked:
+            if s in (proto.S_BETS, proto.S_RESULT):
+                self._set(proto.S_OPEN, t)
+            sess = self.st["session"]
+            if sess and sess.get("last3") and sess.get("left") == 0 and s != proto.S_CLOSED:
+                self._close(t, sess["chef"])
+        elif s == proto.S_OPEN and self._more_spins():
+            self._set(proto.S_BETS, t)
+
+    def on_incident(self, t, active):
+        self.incident_in = 1 if active else 0
+        if active and self.state in (proto.S_TRACK, proto.S_RNVP, proto.S_DROPPED):
+            self._incident(t, "input")
+
+    def on_pass(self, t):
+        """The ball passed the sensors (Ball recorded it)."""
+        s = self.state
+        if s in (proto.S_BETS, proto.S_RESULT):
+            self._launch(t)
+        elif s in (proto.S_TRACK, proto.S_RNVP):
+            b = self.ball
+            self.emit(
+                proto.T_REV, ("spin", self.st["spin"], "n", b.count, "period_us", b.period_us)
+            )
+            self._check_dirs(t)
+            self.pred.lap(t)
+            self._check_call(t)
+        elif s == proto.S_DROPPED:
+            if self.pockets.count:
+                self._incident(t, "object")  # the ball still runs while something is held
+            else:
+                self._void(t, proto.V_SENSORS)  # no pocket, yet the ball is on the track
+        elif s == proto.S_INCIDENT and self.inc_back:
+            self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_RELAUNCH))
+            self.frozen = True
+            self._launch(t)
+
+    def on_pockets(self, t):
+        """The pocket picture changed."""
+        p = self.pockets
+        if p.count and proto.F_NO_POCKET in self.st["faults"]:
+            self.fault(proto.F_NO_POCKET, 0)
+        if p.count <= 1 and proto.F_TWO_POCKETS in self.st["faults"]:
+            self.fault(proto.F_TWO_POCKETS, 0)
+        if proto.F_POCKET_STUCK_ON in self.st["faults"] and p.masked() < 0:
+            self.fault(proto.F_POCKET_STUCK_ON, 0)
+        if self.state == proto.S_RESULT and p.count == 0:
+            self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, t)
+
+    # --- time -------------------------------------------------------------------------
+
+    def poll(self, now):
+        s = self.state
+        p = self.pockets
+        c = self.cfg
+        if s in (proto.S_TRACK, proto.S_RNVP):
+            b = self.ball
+            if s == proto.S_TRACK:
+                self._check_call(now)
+            if p.fresh() and ticks.diff(now, p.since) >= c.pocket_drop_ms * 1000:
+                self._drop(now)
+            elif b.period_us or b.count == 1:
+                last = b.period_us or c.limit_ms * 1000
+                if ticks.diff(now, b.t_pass) > last * c.drop_pct // 100:
+                    self._drop(now)
+        elif s == proto.S_DROPPED:
+            held = ticks.diff(now, p.since)
+            if p.count:
+                self.t_pocket = now
+            if p.count == 1 and held >= c.settle_ms * 1000:
+                self._result(now, p.first)
+            elif p.count >= 2 and held >= c.object_ms * 1000:
+                self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
+                self._incident(now, "object")
+            elif not p.count and ticks.diff(now, self.t_pocket) >= c.no_pocket_ms * 1000:
+                self.fault(proto.F_NO_POCKET, 1, "")
+                self._void(now, proto.V_BALL_OUT)
+                self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
+        elif s == proto.S_INCIDENT and not self.inc_back:
+            if p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
+                want = self._previous_channel()
+                if want < 0 or p.first == want:
+                    self.inc_back = True
+                    self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_BACK))
+        if c.status_ms and ticks.diff(now, self.t_status) >= c.status_ms * 1000:
+            self.status(now)
+
+    # --- the spin ---------------------------------------------------------------------
+
+    def _launch(self, t):
+        st = self.st
+        st["spin"] += 1
+        self.void = None
+        self.called = False
+        self.t_launch = t
+        self.pred.reset(t)
+        self.pockets.mark()
+        self.ball.restart()
+        r = self.rotor
+        rdir = r.dir
+        bdir = self.ball.first_dir
+        self.emit(
+            proto.T_LAUNCH,
+            ("spin", st["spin"], "rdir", dir_name(rdir), "bdir", dir_name(bdir)),
+        )
+        self._set(proto.S_TRACK, t)
+        last = st["rdir"]
+        st["rdir"] = rdir
+        if self.frozen:
+            self.frozen = False
+            self._call(t, WHY_INCIDENT)
+        self.dirs_checked = False
+        if rdir == 0 or r.errors > _ROTOR_ERRORS:
+            self.fault(proto.F_ROTOR, 1, "stopped" if rdir == 0 else "errors")
+            self._void(t, proto.V_SENSORS)
+        else:
+            self.fault(proto.F_ROTOR, 0)
+            if rdir == last:
+                self._void(t, proto.V_NOT_REVERSED)
+            self._check_dirs(t)
+        r.errors = 0
+        self.save()
+
+    def _check_dirs(self, t):
+        """Ball against rotor, once the ball's direction is known (a first pass seen by one
+        sensor only gives none)."""
+        bdir = self.ball.first_dir
+        if self.dirs_checked or not bdir:
+            return
+        self.dirs_checked = True
+        if bdir == self.st["rdir"]:
+            self._void(t, proto.V_SAME_DIR)
+
+    def _check_call(self, t):
+        if not self.called and self.pred.due(t):
+            self._call(t, self.pred.why)
+
+    def _call(self, t, why):
+        self.called = True
+        p = self.pred
+        drop_ms = 0
+        lead_ms = 0
+        if p.drop_s is not None:
+            drop_us = int(p.drop_s * 1e6)
+            drop_ms = ticks.add(p.t0, drop_us) // 1000
+            lead_ms = (drop_us - ticks.diff(t, p.t0)) // 1000
+        self.emit(
+            proto.T_RNVP,
+            ("spin", self.st["spin"], "drop_ms", drop_ms, "lead_ms", lead_ms, "why", why),
+        )
+        if self.state == proto.S_TRACK:
+            self._set(proto.S_RNVP, t)
+
+    def _drop(self, t):
+        if not self.called:
+            self._call(t, WHY_DROP)
+        b = self.ball
+        self.t_drop = t
+        self.t_pocket = t
+        self.emit(proto.T_DROP, ("spin", self.st["spin"], "revs", b.count))
+        self._set(proto.S_DROPPED, t)
+        ch = self.pockets.stuck_on(t)
+        if ch >= 0:
+            self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % ch)
+        if b.lone > self.cfg.lone_max or b.reversed or not b.first_dir:
+            self.fault(proto.F_BALL, 1, "lone=%d reversed=%d" % (b.lone, b.reversed))
+            self._void(t, proto.V_SENSORS)
+        else:
+            self.fault(proto.F_BALL, 0)
+            if b.count < self.cfg.min_revs:
+                self._void(t, proto.V_FEW_REVS)
+            elif self.void is None:
+                self.pred.learn_drop()  # only clean spins teach the predictor
+
+    def _result(self, t, ch):
+        st = self.st
+        label = self.wheel[ch]
+        stuck = self.pockets.result_seen(ch)
+        if stuck >= 0:
+            self.fault(proto.F_POCKET_STUCK_OFF, 1, "%d" % stuck)
+        elif proto.F_POCKET_STUCK_OFF in st["faults"] and self.pockets.stuck_off() < 0:
+            self.fault(proto.F_POCKET_STUCK_OFF, 0)
+        if self.void is not None:
+            self._set(proto.S_RESULT, t)  # the ball is at rest, but the spin gives nothing
+            return
+        ch3 = numbers.chances(label) or ("-", "-", "-")
+        self.emit(
+            proto.T_RESULT,
+            (
+                "spin",
+                st["spin"],
+                "num",
+                label,
+                "colour",
+                numbers.colour(label),
+                "parity",
+                ch3[1],
+                "half",
+                ch3[2],
+            ),
+        )
+        res = st["results"]
+        res.append([st["spin"], label])
+        if len(res) > 20:
+            res.pop(0)
+        sess = st["session"]
+        if sess:
+            sess["spins"] += 1
+            if sess.get("last3"):
+                sess["left"] -= 1
+                self.emit(proto.T_LAST_THREE, ("last", sess["last3"], "left", sess["left"]))
+        self.save()
+        self._set(proto.S_RESULT, t)
+
+    def _void(self, t, reason):
+        if self.void is not None:
+            return  # one reason per spin: the first found
+        self.void = reason
+        self.emit(proto.T_VOID, ("spin", self.st["spin"], "reason", reason))
+
+    def _incident(self, t, what):
+        if self.state == proto.S_INCIDENT:
+            return
+        if not self.called:
+            self._call(t, WHY_INCIDENT)
+        self._void(t, proto.V_OBJECT)
+        self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_START))
+        self.inc_back = False
+        self._set(proto.S_INCIDENT, t)
+
+    def _previous_channel(self):
+        """Pocket channel of the previous result, -1 when there is none to check."""
+        res = self.st["results"]
+        if not res:
+            return -1
+        label = res[-1][1]
+        for i in range(len(self.wheel)):
+            if self.wheel[i] == label:
+                return i
+        return -1
+
+    def _more_spins(self):
+        sess = self.st["session"]
+        return bool(sess) and not (sess.get("last3") and sess.get("left", 1) <= 0)
+
+    # --- session commands (answers (ok, detail) for the wire's ACK) ----------------------
+
+    def open_session(self, t, chef):
+        if self.state != proto.S_CLOSED:
+            return False, proto.A_BUSY
+        st = self.st
+        st["sessions"] += 1
+        st["session"] = {"id": st["sessions"], "chef": chef, "spins": 0, "last3": 0, "left": 0}
+        self.fault(proto.F_WATCHDOG, 0)
+        self.emit(proto.T_SESSION_OPEN, ("chef", chef, "session", st["sessions"]))
+        self.save()
+        self._set(proto.S_BETS if not self.lid else proto.S_OPEN, t)
+        return True, ""
+
+    def close_session(self, t, chef):
+        sess = self.st["session"]
+        if not sess:
+            return False, "closed"
+        if self.state not in (proto.S_OPEN, proto.S_BETS, proto.S_RESULT):
+            return False, proto.A_BUSY  # a spin is running
+        if not self.lid:
+            return False, "lid"  # a session closes only with the cylinder locked
+        if sess["spins"] and not (sess["last3"] and sess["left"] <= 0):
+            return False, "last3"  # the last three spins must be announced and played
+        self._close(t, chef)
+        return True, ""
+
+    def _close(self, t, chef):
+        sess = self.st["session"]
+        self.emit(
+            proto.T_SESSION_CLOSE, ("chef", chef, "session", sess["id"], "spins", sess["spins"])
+        )
+        self.st["session"] = None
+        self.save()
+        self._set(proto.S_CLOSED, t)
+
+    def last_three(self, t):
+        sess = self.st["session"]
+        if not sess:
+            return False, "closed"
+        if sess["last3"]:
+            return False, proto.A_BUSY  # already announced
+        # results so far + 3: a spin under way is the first of the three
+        sess["last3"] = sess["spins"] + 3
+        sess["left"] = 3
+        self.emit(proto.T_LAST_THREE, ("last", sess["last3"], "left", 3))
+        self.save()
+        return True, ""
+
+    def recall(self, n):
+        res = self.st["results"][-n:] if n > 0 else []
+        games = ";".join("%d:%s" % (s, label) for s, label in res)
+        self.emit(proto.T_RECALL, ("n", len(res), "games", games))
+        return True, ""

@@ -1,0 +1,197 @@
+# The table: sensors in, frames out. Glues pockets, rotor, ball, predictor, the spin state
+# machine and the power-safe store. No `machine` here: a board module (board_pico.py) or a
+# host replaying a trace drives it.
+#
+#   t = Table(wheel, emit, store=Store(), board=None)
+#   t.start(now_us, reset="power")         # BOOT, faults still present, STAT
+#   t.feed(t_us, channel, value)           # one sensor event (rmcfw.channels numbering)
+#   t.scan(t_us, buf5)                     # a 74HC165 snapshot of the 39 pockets
+#   t.poll(now_us)                         # timers: call at least every millisecond
+#   t.handle(cmd, fields) -> (ok, detail)  # host commands (the wire's handler signature)
+#
+# Times are microseconds on the ticks_us clock (rmcfw.ticks: wrapped to 30 bits).
+import binascii
+
+from rmcfw import ball, channels, config, pockets, proto, rnvp, rotor, spin, store, ticks
+
+FW = "rmcfw-1.0"
+
+
+def wheel_id(labels):
+    """Short id of a wheel definition (pocket order): CRC-32 of its labels."""
+    return "%08x" % (binascii.crc32(",".join(labels).encode()) & 0xFFFFFFFF)
+
+
+class Table:
+    def __init__(self, wheel, emit, store_=None, board=None, slots=39, seq=None):
+        """wheel: the 39 labels in pocket channel order; emit(type, fields) the frame sink;
+        store_: a rmcfw.store.Store (None: nothing persists, for tests and replays);
+        board: optional object with led(on); seq: optional callable giving the last frame
+        seq sent, saved with the state."""
+        self.emit = emit
+        self.store = store_
+        self.board = board
+        self.seq = seq
+        self._saving = False
+        self.st = store_.load() if store_ else store.defaults()
+        self.cfg = config.Config(self.st.get("cfg"))
+        self.pockets = pockets.Pockets()
+        self.rotor = rotor.Rotor(slots)
+        self.ball = ball.Ball()
+        self.pred = rnvp.Predictor()
+        if self.st.get("learn"):
+            rnvp.restore(self.pred, self.st["learn"])
+        self.wheel = tuple(wheel)
+        self.spin = spin.Spin(
+            self.cfg,
+            self.pockets,
+            self.rotor,
+            self.ball,
+            self.pred,
+            self.wheel,
+            self.st,
+            emit,
+            self.save,
+        )
+        self.now = 0
+        self._led = 0
+
+    # --- power-safe state -------------------------------------------------------------
+
+    def save(self):
+        if self.store is None or self._saving:
+            return
+        st = self.st
+        st["cfg"] = self.cfg.changed()
+        st["learn"] = rnvp.export(self.pred)
+        if self.seq is not None:
+            st["seq"] = self.seq()
+        self._saving = True
+        try:
+            self.store.save(st)
+            if proto.F_STORAGE in st["faults"]:
+                self.spin.fault(proto.F_STORAGE, 0)  # saves again, guarded by _saving
+                self._saving = False
+                self.store.save(st)
+        except OSError as e:
+            if proto.F_STORAGE not in st["faults"]:
+                st["faults"][proto.F_STORAGE] = "save"
+                self.emit(proto.T_FAULT, ("code", proto.F_STORAGE, "on", 1, "detail", str(e)))
+        finally:
+            self._saving = False
+
+    def start(self, now, reset="power", boot=None):
+        """After power-up: count the boot, say so, report the faults still present."""
+        self.now = now
+        st = self.st
+        st["boot"] += 1
+        faults = st["faults"]
+        if self.store is not None and self.store.damaged:
+            faults[proto.F_STORAGE] = "state file damaged"
+        if reset == "watchdog":
+            faults[proto.F_WATCHDOG] = "reset"
+        codes = ",".join(sorted(faults))
+        if boot is None:
+            self.emit(
+                proto.T_BOOT,
+                ("fw", FW, "wheel", wheel_id(self.wheel), "reset", reset, "faults", codes),
+            )
+        else:
+            boot(FW, wheel_id(self.wheel), reset, codes)
+        for code in sorted(faults):
+            # present at power-down (or found now): shown again until cleared
+            self.emit(proto.T_FAULT, ("code", code, "on", 1, "detail", faults[code]))
+        self.save()
+        self.spin.status(now)
+
+    # --- sensors ----------------------------------------------------------------------
+
+    def feed(self, t, ch, value):
+        """One sensor event at t (us): a pocket channel's new level, a ball sensor's pulse
+        (value 1; 0 ignored), a rotor channel's new level, the lid or incident level."""
+        t = ticks.wrap(t)
+        self.poll(t)  # timers due before this event fire first
+        if ch < channels.POCKETS:
+            if self.pockets.set(t, ch, value):
+                self.spin.on_pockets(t)
+        elif ch == channels.BALL_A or ch == channels.BALL_B:
+            if value and self.ball.edge(t, ch == channels.BALL_B):
+                self.spin.on_pass(self.ball.t_pass)
+        elif ch == channels.ROTOR_A or ch == channels.ROTOR_B:
+            self.rotor.edge(t, ch == channels.ROTOR_B, value)
+        elif ch == channels.LID:
+            self.spin.on_lid(t, value)
+        elif ch == channels.INCIDENT:
+            self.spin.on_incident(t, value)
+        else:
+            raise ValueError("no channel %r" % (ch,))
+
+    def sink(self, t, ch, value):
+        """feed() without the poll: for draining the IRQ edge buffers (the loop polls)."""
+        if ch == channels.BALL_A or ch == channels.BALL_B:
+            if value and self.ball.edge(t, ch == channels.BALL_B):
+                self.spin.on_pass(self.ball.t_pass)
+        elif ch == channels.ROTOR_A or ch == channels.ROTOR_B:
+            self.rotor.edge(t, ch == channels.ROTOR_B, value)
+        else:
+            self.feed(t, ch, value)
+
+    def scan(self, t, buf):
+        """A snapshot of the pocket chain (5 bytes, rmcfw.pockets)."""
+        if self.pockets.scan(t, buf):
+            self.spin.on_pockets(t)
+
+    def poll(self, now):
+        now = ticks.wrap(now)
+        self.now = now
+        if self.ball.poll(now):
+            self.spin.on_pass(self.ball.t_pass)
+        self.rotor.poll(now)
+        self.spin.poll(now)
+
+    # --- host commands ----------------------------------------------------------------
+
+    def handle(self, cmd, fields):
+        """A checked host command (rmcfw.commands.Wire's handler): returns (ok, detail)."""
+        sp = self.spin
+        if cmd == proto.C_STATUS:
+            sp.status(self.now)
+            return True, ""
+        if cmd == proto.C_OPEN:
+            return sp.open_session(self.now, _text(fields, "chef"))
+        if cmd == proto.C_CLOSE:
+            return sp.close_session(self.now, _text(fields, "chef"))
+        if cmd == proto.C_LAST_THREE:
+            return sp.last_three(self.now)
+        if cmd == proto.C_RECALL:
+            n = int(fields.get("n", 10))
+            if n < 1:
+                raise ValueError("n")
+            return sp.recall(max(n, 10))
+        if cmd == proto.C_SET:
+            self.cfg.set(_text(fields, "key"), fields["value"])
+            sp.apply_cfg()
+            self.save()
+            return True, ""
+        return False, proto.A_UNKNOWN
+
+    # --- status LED -------------------------------------------------------------------
+
+    def led(self):
+        """LED level for now: steady in bets, blinking fast on a fault, slow otherwise."""
+        if self.st["faults"]:
+            period = 200_000
+        elif self.spin.state == proto.S_BETS:
+            return 1
+        else:
+            period = 1_000_000
+        return 1 if self.now % period < period // 2 else 0
+
+
+def _text(fields, key):
+    v = fields[key]
+    if isinstance(v, bytes):
+        v = v.decode()
+    if not v:
+        raise ValueError(key)
+    return v

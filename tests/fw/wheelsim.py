@@ -1,0 +1,105 @@
+# Synthetic sensor events for the firmware tests: a rotor turning, a ball running its laps,
+# dropping, bouncing among the pockets and coming to rest. Events are (t_us, channel, value)
+# in time order, fed to rmcfw.table.Table.feed with poll() in between (run()).
+from rmcfw import channels as ch
+
+ROTOR_CPR = 156  # counts per revolution: 39 slots, both edges of both channels
+
+
+def rotor_edges(t0, t1, period_us, direction, events, phase=0):
+    """Quadrature edges from t0 to t1 for a rotor turning once per period_us."""
+    step = period_us // ROTOR_CPR
+    seq = ((0, 1), (1, 1), (0, 0), (1, 0))  # (channel B?, level): A up, B up, A down, B down
+    if direction < 0:
+        seq = ((1, 1), (0, 1), (1, 0), (0, 0))
+    t = t0
+    i = phase
+    while t < t1:
+        b, level = seq[i % 4]
+        events.append((t, ch.ROTOR_B if b else ch.ROTOR_A, level))
+        t += step
+        i += 1
+    return i
+
+
+def ball_passes(times_us, direction, events, gap_us=15000, drop_a=None, drop_b=None):
+    """Both ball sensors pulse at each pass; direction +1: A then B, -1: B then A.
+    drop_a / drop_b: pass indexes where that sensor misses the ball."""
+    for i, t in enumerate(times_us):
+        first, second = (ch.BALL_A, ch.BALL_B) if direction > 0 else (ch.BALL_B, ch.BALL_A)
+        t_first = t if direction > 0 else t - gap_us
+        t_second = t + gap_us if direction > 0 else t
+        if not (drop_a and i in drop_a and first == ch.BALL_A) and not (
+            drop_b and i in drop_b and first == ch.BALL_B
+        ):
+            events.append((t_first, first, 1))
+        if not (drop_a and i in drop_a and second == ch.BALL_A) and not (
+            drop_b and i in drop_b and second == ch.BALL_B
+        ):
+            events.append((t_second, second, 1))
+
+
+def laps_to_times(t0, laps_s):
+    out = [t0]
+    for lap in laps_s:
+        out.append(out[-1] + int(lap * 1e6))
+    return out
+
+
+LAPS = (0.55, 0.57, 0.6, 0.63, 0.67, 0.71, 0.76, 0.82, 0.89, 0.97, 1.07, 1.2)
+
+
+def spin_events(t0, rdir, bdir, pocket, laps=LAPS, bounce=(5, 17, 30), settle_us=3000000):
+    """Events of one spin starting at t0: rotor turning rdir, ball launched bdir, resting in
+    pocket channel `pocket` after bouncing through the channels in `bounce`."""
+    ev = []
+    times = laps_to_times(t0, laps)
+    t_end = times[-1] + 1500000 + 200000 * len(bounce) + settle_us
+    rotor_edges(t0 - 3000000, t_end, 4000000, rdir, ev)
+    ball_passes(times, bdir, ev)
+    t = times[-1] + 900000  # the ball leaves the track during the next lap
+    for b in bounce:
+        ev.append((t, b, 1))
+        ev.append((t + 120000, b, 0))
+        t += 200000
+    ev.append((t, pocket, 1))
+    ev.sort(key=lambda e: e[0])
+    return ev, t, t_end
+
+
+def run(table, events, until=None, step_us=1000):
+    """Feed events in order, polling every step_us in between (the board's main loop)."""
+    now = events[0][0] if events else 0
+    for t, c, v in events:
+        while now + step_us < t:
+            now += step_us
+            table.poll(now)
+        table.feed(t, c, v)
+        now = t
+    if until is not None:
+        while now + step_us <= until:
+            now += step_us
+            table.poll(now)
+    return now
+
+
+class Frames:
+    """An emit() sink that records frames as (type, dict)."""
+
+    def __init__(self):
+        self.frames = []
+
+    def __call__(self, ftype, fields=()):
+        d = {}
+        for i in range(0, len(fields), 2):
+            d[fields[i]] = fields[i + 1]
+        self.frames.append((ftype, d))
+
+    def of(self, ftype):
+        return [f for t, f in self.frames if t == ftype]
+
+    def types(self):
+        return [t for t, _ in self.frames]
+
+    def clear(self):
+        self.frames = []
