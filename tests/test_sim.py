@@ -444,3 +444,21 @@ def test_trace_reads_with_the_wire_reader(tmp_path) -> None:
     assert tr.header["source"] == "sim"
     assert len(tr.of_kind("sensor")) == len(s.events)
     assert len(tr.of_kind("truth")) == len(s.truth) and len(tr.of_kind("power")) == 2
+
+
+def test_rnvp_asked_before_each_drop() -> None:
+    s = simulate_session(12, 5, scenarios=["object@3"], rnvp_lead_s=1.5)
+    asked = truth(s, "rnvp_asked")
+    drops = truth(s, "drop")
+    assert [r["spin"] for r in asked] == [r["spin"] for r in drops] == [1, 2, 4, 5]
+    for a, d in zip(asked, drops, strict=True):
+        assert d["t_us"] - a["t_us"] == a["lead_us"] == 1_500_000
+    assert truth(plain(), "rnvp_asked") == []
+    with pytest.raises(ValueError, match="rnvp_lead_s"):
+        simulate_session(1, 2, rnvp_lead_s=-1)
+
+
+def test_fault_records_say_if_sensors_show_them() -> None:
+    s = all_scenarios()
+    flags = {(r["code"], r["detectable"]) for r in truth(s, "fault")}
+    assert flags == {(proto.F_POCKET_STUCK_ON, True), (proto.F_POCKET_STUCK_OFF, False)}

@@ -38,6 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--laps", metavar="LAPS.csv", help="write the ball lap times (rmc rnvp input)")
     p.add_argument("--plot", metavar="DIR", help="write the figure plots (PNG) into DIR")
     p.add_argument("--table", default="sim", help="table id in the trace header")
+    p.add_argument(
+        "--rnvp-lead",
+        type=float,
+        metavar="S",
+        help="add an 'rnvp_asked' truth record S seconds before each true drop",
+    )
     p.add_argument("--quiet", action="store_true", help="no summary table")
     p.set_defaults(func=run)
 
@@ -100,7 +106,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         specs = [ScenarioSpec.parse(x) for x in args.scenario]
         with err.status("simulating…"):
-            s = simulate_session(args.seed, args.spins, scenarios=specs, table=args.table)
+            s = simulate_session(
+                args.seed, args.spins, scenarios=specs, table=args.table, rnvp_lead_s=args.rnvp_lead
+            )
     except ValueError as e:
         print(f"rmc sim: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -251,6 +251,7 @@ class _Builder:
     truth: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
     power: list[tuple[float, str]] = field(default_factory=list)
     spins: list[SpinRecord] = field(default_factory=list)
+    rnvp_lead_s: float | None = None
 
     def rng(self, *key: int) -> np.random.Generator:
         # One stream per spin (and per use): a scenario on spin 5 leaves spin 6's physics alone.
@@ -396,6 +397,10 @@ def _simulate_spin(
 
     t_drop = t_launch + track.t_drop
     _ball_pulses(b, track, t_launch, t_drop)
+    if b.rnvp_lead_s is not None:
+        # The instant a perfect caller would say "rien ne va plus", for the benches.
+        lead = min(b.rnvp_lead_s, track.t_drop)
+        b.say(t_drop - lead, n, "rnvp_asked", lead_us=round(lead * 1e6))
     b.say(
         t_drop,
         n,
@@ -454,13 +459,20 @@ def _simulate_spin(
             x = (x + 7) % wheel.n_pockets
         t_on, t_off = t_bets + 0.5, t_pick + 1.0
         b.stuck.setdefault(x, []).append((t_on, t_off, 1))
-        b.say(t_on, n, "fault", code=proto.F_POCKET_STUCK_ON, channel=x, on=1)
-        b.say(t_off, n, "fault", code=proto.F_POCKET_STUCK_ON, channel=x, on=0)
+        # Seen on the sensors alone: the pocket is held while the ball runs on the track.
+        b.say(t_on, n, "fault", code=proto.F_POCKET_STUCK_ON, channel=x, on=1, detectable=True)
+        b.say(t_off, n, "fault", code=proto.F_POCKET_STUCK_ON, channel=x, on=0, detectable=True)
     if scenario == "stuck_off":
         t_on, t_off = t_bets + 0.5, t_pick + 1.0
         b.stuck.setdefault(final, []).append((t_on, t_off, 0))
-        b.say(t_on, n, "fault", code=proto.F_POCKET_STUCK_OFF, channel=final, on=1)
-        b.say(t_off, n, "fault", code=proto.F_POCKET_STUCK_OFF, channel=final, on=0)
+        # Not provable from one spin's sensors (a ball can also leave after bouncing): the
+        # firmware learns a dead channel over many results; this is the truth behind the void.
+        b.say(
+            t_on, n, "fault", code=proto.F_POCKET_STUCK_OFF, channel=final, on=1, detectable=False
+        )
+        b.say(
+            t_off, n, "fault", code=proto.F_POCKET_STUCK_OFF, channel=final, on=0, detectable=False
+        )
         rec.void = proto.V_SENSORS
         rest_fields["seen"] = False
         b.say(t_rest, n, "void", reason=proto.V_SENSORS)
@@ -588,11 +600,14 @@ def simulate_session(
     timing: Timing | None = None,
     table: str = "sim",
     edges: bool = True,
+    rnvp_lead_s: float | None = None,
 ) -> Session:
     """Simulate a table session of `spins` launches (a relaunch after an incident counts as
     a spin). Deterministic for a seed. Raises ValueError on a bad request.
 
-    edges=False skips the sensor edges (Session.events is empty): for statistics only."""
+    edges=False skips the sensor edges (Session.events is empty): for statistics only.
+    rnvp_lead_s: also write, for each spin that drops, an "rnvp_asked" truth record that many
+    seconds before the true drop (the call a perfect predictor would make)."""
     if not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
     if not isinstance(spins, int) or spins < 1:
@@ -611,7 +626,9 @@ def simulate_session(
     p = params or Params()
     w = wheel or load_wheel()
     tm = timing or Timing()
-    b = _Builder(w, p, tm, seed, Rotor(friction=p.rotor_friction))
+    if rnvp_lead_s is not None and not 0 <= rnvp_lead_s < 30:
+        raise ValueError(f"rnvp_lead_s must be between 0 and 30 s, not {rnvp_lead_s!r}")
+    b = _Builder(w, p, tm, seed, Rotor(friction=p.rotor_friction), rnvp_lead_s=rnvp_lead_s)
     rng0 = b.rng(0)
     b.rotor.phi0 = float(rng0.uniform(0, TWO_PI))
 
