@@ -45,6 +45,7 @@ class Predictor:
         self.margin = margin  # threshold raised by this fraction: calls err early, not late
         self.learn = learn  # EMA factor once a few spins are known
         self.learn_drag = True
+        self.quantile = 0.75
         self.recent = 6  # laps in the fit of the current spin
         self.weight = 0.8  # weight of a lap relative to the next one
         # Until a drop is seen: a last lap of last_lap_s (DESIGN.md: median of clocked spins),
@@ -224,31 +225,11 @@ class Predictor:
         return True
 
     def _threshold(self, n):
-        """The threshold most consistent with the last n spins: each says u_c lies in
-        (lo, hi]; take the point that violates them least (summed distance outside), and in
-        a tie the upper part of the tied range, where calls err early."""
-        lo = self._lo
-        hi = self._hi
-        best = -1.0
-        best_x = 0.0
-        top = 0.0
-        for j in range(2 * n):
-            x = lo[j] if j < n else hi[j - n]
-            cost = 0.0
-            for i in range(n):
-                if x < lo[i]:
-                    cost += lo[i] - x
-                elif x > hi[i]:
-                    cost += x - hi[i]
-            if best < 0 or cost < best - 1e-9:
-                best = cost
-                best_x = top = x
-            elif cost <= best + 1e-9:
-                if x < best_x:
-                    best_x = x
-                if x > top:
-                    top = x
-        return best_x + 0.75 * (top - best_x)
+        """The threshold from the last n spins: each said u_c lay in (lo, hi]. Wheels differ
+        and so do spins (how the ball seats in the groove), so take a high quantile of
+        those: a threshold set high makes the calls err early, not late."""
+        mids = sorted(_mid(self._lo[i], self._hi[i]) for i in range(n))
+        return mids[int(self.quantile * (n - 1) + 0.5)]
 
     def last_lap_s(self):
         """The learned threshold as a lap time (s)."""

@@ -50,11 +50,14 @@ class Table:
             self.pred,
             self.wheel,
             self.st,
-            emit,
+            self._emit,
             self.save,
         )
         self.now = 0
         self._led = 0
+
+    def _emit(self, ftype, fields):
+        self.emit(ftype, fields)  # through the attribute: the sink can be rewired after start
 
     # --- power-safe state -------------------------------------------------------------
 
