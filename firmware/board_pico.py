@@ -102,7 +102,7 @@ class Board:
         # the table, its power-safe state and the wire (docs/protocol.md)
         self.store = store.Store(folder)
         self.table = table.Table(labels, self._no_emit, self.store, board=self)
-        boot = self.table.st.get("boot", 0) + 1  # what start() will make it
+        boot = self.table.st["boot"] + 1  # what start() will make it
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None
         self.journal = journal.Journal((folder + "/" if folder else "") + "journal")

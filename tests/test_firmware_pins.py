@@ -30,11 +30,11 @@ def test_board_test_pins_match_the_hardware_file() -> None:
 def test_board_reads_only_keys_of_the_pin_map() -> None:
     pins = json.loads((HARDWARE_DIR / "pico_pins.json").read_text())
     src = (FIRMWARE_DIR / "board_pico.py").read_text()
-    keys = set(re.findall(r'\[\s*"([a-z_]+)"\s*\]', src))
-    keys |= set(re.findall(r'\.get\(\s*"([a-z_]+)"', src))
+    # the names board_pico.py gives the pin map and its sections
+    keys = set(re.findall(r'\b(?:cfg|pk|spec|u|lid|inc)(?:\.get\(|\[)\s*"([a-z_]+)"', src))
+    assert {"pockets", "latch_active", "watchdog_ms", "de"} <= keys  # the pattern still works
     known = set(pins)
     for v in pins.values():
         if isinstance(v, dict):
             known |= set(v)
-    known |= {"pockets"}  # wheel.json's key, read from the wheel file
     assert keys <= known, keys - known
