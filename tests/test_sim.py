@@ -202,8 +202,9 @@ def test_session_structure_lid_and_last_three() -> None:
     assert [v for _, v in lid] == [1, 0, 1]  # locked, unlocked for the session, locked again
     opened = truth(s, "session_open")[0]["t_us"]
     closed = truth(s, "session_close")[0]["t_us"]
-    assert lid[1][0] < opened < one(s, "launch", 1)["t_us"]
-    assert closed < lid[2][0]
+    # Opened, then unlocked (unlocked while closed is tamper); locked, then closed.
+    assert opened < lid[1][0] < one(s, "launch", 1)["t_us"]
+    assert lid[2][0] < closed
     last3 = truth(s, "last_three")
     assert len(last3) == 1 and last3[0]["spin"] == len(s.spins) - 2
     assert last3[0]["t_us"] < one(s, "launch", len(s.spins) - 2)["t_us"]
@@ -257,7 +258,8 @@ def test_few_revs_edges() -> None:
     n = scen_spin(s, "few_revs")
     launch, drop = one(s, "launch", n), one(s, "drop", n)
     a = rises(by_channel(s.events)[channels.BALL_A], launch["t_us"], drop["t_us"])
-    assert 1 <= len(a) <= 4 and drop["revs"] == len(a) - 1 < 4
+    # Under 3 turns: at most 3 passes, 2 full laps, whichever way a reader counts them.
+    assert 1 <= len(a) <= 3 and drop["revs"] == len(a) - 1 and drop["turns"] < 3
     assert void_of(s, n) == proto.V_FEW_REVS
 
 
@@ -341,9 +343,10 @@ def test_tamper_lid_after_close() -> None:
     closed = truth(s, "session_close")[0]["t_us"]
     tamper = truth(s, "tamper")[0]["t_us"]
     lid = by_channel(s.events)[channels.LID]
+    assert level_at(lid, closed) == 1
     after = [(t, v) for t, v in lid if t > closed]
-    assert [v for _, v in after] == [1, 0, 1]
-    assert after[1][0] == tamper
+    assert [v for _, v in after] == [0, 1]
+    assert after[0][0] == tamper
 
 
 def test_power_cut_during_track() -> None:

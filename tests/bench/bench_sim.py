@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rmc.sim import simulate_session
+from rmc.sim.session import MIN_TURNS
 
 SEED = 2019
 SPINS = 1000
@@ -99,8 +100,10 @@ def main() -> None:
             pub,
         )
     con.print(fig)
-    voids = len(stats.spins) - len(ok)
-    con.print(f"{voids} of {SPINS} regular spins voided by the physics itself (fewer than 4 laps)")
+    con.print(
+        f"fewest turns on the track: {min(sp.turns for sp in stats.spins):.1f} "
+        f"(regular launches give at least {MIN_TURNS:.0f}); valid spins: {len(ok)} of {SPINS}"
+    )
 
 
 if __name__ == "__main__":

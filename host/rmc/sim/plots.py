@@ -106,7 +106,7 @@ def plot_track(spins: list[SpinRecord], path: Path) -> Path:
     return path
 
 
-def write_plots(out: Path, seed: int = 1, spins: int = 1000) -> list[Path]:
+def write_plots(out: Path, seed: int = 2019, spins: int = 1000) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data = _spins(seed, spins)
     return [
@@ -120,7 +120,7 @@ def write_plots(out: Path, seed: int = 1, spins: int = 1000) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", nargs="?", default=str(ROOT / "docs" / "img"))
-    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seed", type=int, default=2019)  # the bench's seed: same figures
     ap.add_argument("--spins", type=int, default=1000)
     a = ap.parse_args(argv)
     for p in write_plots(Path(a.out), a.seed, a.spins):

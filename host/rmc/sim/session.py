@@ -55,6 +55,7 @@ TABLE_SCENARIOS = frozenset({"tamper"})
 NEEDS_PREVIOUS = frozenset({"not_reversed", "object"})
 
 CW, CCW = 1, -1
+MIN_TURNS = 5.0  # a regular launch gives at least this many turns on the track
 
 
 def dir_name(d: int) -> str:
@@ -65,17 +66,18 @@ def dir_name(d: int) -> str:
 class Timing:
     """Croupier's pace (seconds; pairs are uniform ranges)."""
 
-    lid_unlock_s: float = 1.0
-    open_after_s: float = 1.0
-    first_bets_s: tuple[float, float] = (4.0, 6.0)
+    open_s: float = 1.0  # the chef opens the session (a host command) ...
+    unlock_after_open_s: float = 1.0  # ... then unlocks the lid: unlocked before is tamper
+    first_bets_s: tuple[float, float] = (2.0, 4.0)
     hold_in_pocket_s: tuple[float, float] = (5.0, 9.0)  # announce and pay, ball in its pocket
-    bets_after_pickup_s: tuple[float, float] = (2.0, 4.0)
+    bets_after_pickup_s: tuple[float, float] = (0.5, 1.5)  # then the rotor is reversed
     brake_s: tuple[float, float] = (0.6, 1.0)
     push_s: tuple[float, float] = (0.4, 0.7)
-    launch_after_push_s: tuple[float, float] = (0.8, 1.6)
-    close_after_s: float = 3.0
-    lock_after_close_s: tuple[float, float] = (3.0, 5.0)
-    ball_out_pickup_s: tuple[float, float] = (5.0, 8.0)
+    # Bets go on with the rotor turning the new way (a reader needs a few turns of it).
+    launch_after_push_s: tuple[float, float] = (3.0, 6.0)
+    lock_after_s: tuple[float, float] = (4.0, 6.0)  # after the last pick-up: lid locked ...
+    close_after_lock_s: float = 1.0  # ... then the chef closes (a session closes locked)
+    ball_out_pickup_s: tuple[float, float] = (12.0, 18.0)  # it rolled off: fetch and clean
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,7 @@ class SpinRecord:
     launch_s: float
     first_pass_s: float | None  # launch to the ball's first pass at sensor A
     lap_periods_s: list[float]
+    turns: float  # turns on the track, launch to drop (or to the catch)
     track_time_s: float | None  # launch to drop (None: caught before the drop)
     drop_s: float | None
     rest_s: float | None
@@ -299,9 +302,9 @@ def _rotor_reverse(b: _Builder, rng: np.random.Generator, t_start: float, new_di
 
 
 def _few_revs_setup(b: _Builder, s: SpinSetup, rng: np.random.Generator) -> SpinSetup:
-    """A launch just strong enough for 1-3 laps past sensor A."""
+    """A launch too weak: under 3 turns on the track (1-2 full laps past sensor A)."""
     wc = drop_speed(b.wheel, s)
-    turns = _u(rng, (1.8, 3.6))
+    turns = _u(rng, (1.5, 2.9))
     w0 = math.sqrt(wc * wc * 1.02 + 2 * (s.beta + s.alpha * wc * wc) * TWO_PI * turns)
     return replace(s, omega0=w0)
 
@@ -342,10 +345,19 @@ def _simulate_spin(
     t_launch = t_push + _u(rng, tm.launch_after_push_s)
     b.rotor.coast(t_launch)
     ball_dir = rotor_dir if scenario == "same_dir" else -rotor_dir
-    setup = draw_setup(rng, wheel, p, b.drift, ball_dir)
     if scenario == "few_revs":
-        setup = _few_revs_setup(b, setup, rng)
-    track = run_track(wheel, setup, p.dt_s)
+        track = run_track(
+            wheel, _few_revs_setup(b, draw_setup(rng, wheel, p, b.drift, ball_dir), rng), p.dt_s
+        )
+    else:
+        # A croupier's regular launch is never feeble: at least MIN_TURNS turns on the track,
+        # so that "fewer than 4 revolutions" never depends on how laps are counted.
+        for _ in range(50):
+            track = run_track(wheel, draw_setup(rng, wheel, p, b.drift, ball_dir), p.dt_s)
+            if track.turns >= MIN_TURNS:
+                break
+        else:
+            raise ValueError("parameters give launches too weak for a regular spin")
     w_rotor = b.rotor.omega(t_launch)
     b.say(
         t_launch,
@@ -372,6 +384,7 @@ def _simulate_spin(
         launch_s=t_launch,
         first_pass_s=float(laps_a[0]) if laps_a.size else None,
         lap_periods_s=[float(x) for x in np.diff(laps_a)],
+        turns=float(track.turns),
         track_time_s=track.t_drop,
         drop_s=t_launch + track.t_drop,
         rest_s=None,
@@ -406,9 +419,10 @@ def _simulate_spin(
         n,
         "drop",
         revs=rec.revs,
+        turns=round(float(track.turns), 3),
         lap_periods_us=[round(x * 1e6) for x in rec.lap_periods_s],
     )
-    if rec.revs < 4 and rec.void is None:
+    if track.turns < 4 and rec.void is None:
         rec.void = proto.V_FEW_REVS
         b.say(t_drop, n, "void", reason=proto.V_FEW_REVS)
 
@@ -511,6 +525,8 @@ def _object_incident(
     rec.lap_periods_s = [float(x) for x in np.diff(laps[laps + t_launch < t_catch])]
     rec.track_time_s = None
     rec.drop_s = None
+    th_catch = float(np.interp(t_catch - t_launch, track.t, track.theta))
+    rec.turns = abs(th_catch - float(track.theta[0])) / TWO_PI
     rec.void = proto.V_OBJECT
     # The rotor is braked to a stop while the object is taken out.
     b.rotor.coast(t_catch)
@@ -632,10 +648,10 @@ def simulate_session(
     rng0 = b.rng(0)
     b.rotor.phi0 = float(rng0.uniform(0, TWO_PI))
 
-    t = tm.lid_unlock_s
-    b.other.append((t, channels.LID, 0))
-    t += tm.open_after_s
+    t = tm.open_s
     b.say(t, 0, "session_open")
+    t += tm.unlock_after_open_s
+    b.other.append((t, channels.LID, 0))
     last3 = max(1, spins - 2)
     prev_dir: int | None = None
     prev_result: int | None = None
@@ -652,17 +668,16 @@ def simulate_session(
         relaunch = relaunch_next
         if result is not None:
             prev_result = result
-    # Closing: the rotor is braked, the chef closes, the lid is locked.
-    t_close = t + tm.close_after_s
+    # Closing: the rotor is braked, the lid is locked, the chef closes.
     b.rotor.coast(t)
     b.rotor.ramp(t + 2.0, 0.0)
-    b.rotor.coast(t_close)
-    b.say(t_close, spins, "session_close", spins=spins)
-    t_lock = t_close + _u(rng0, tm.lock_after_close_s)
+    t_lock = t + _u(rng0, tm.lock_after_s)
     b.other.append((t_lock, channels.LID, 1))
-    end = t_lock + 2.0
+    t_close = t_lock + tm.close_after_lock_s
+    b.say(t_close, spins, "session_close", spins=spins)
+    end = t_close + 2.0
     if tamper:
-        t_open = t_lock + _u(rng0, (4.0, 8.0))
+        t_open = t_close + _u(rng0, (4.0, 8.0))
         t_shut = t_open + _u(rng0, (2.0, 4.0))
         b.other += [(t_open, channels.LID, 0), (t_shut, channels.LID, 1)]
         b.say(t_open, spins, "tamper", what="lid")
