@@ -465,3 +465,43 @@ def test_fault_records_say_if_sensors_show_them() -> None:
     s = all_scenarios()
     flags = {(r["code"], r["detectable"]) for r in truth(s, "fault")}
     assert flags == {(proto.F_POCKET_STUCK_ON, True), (proto.F_POCKET_STUCK_OFF, False)}
+
+
+def test_rotor_turns_the_new_way_before_each_launch() -> None:
+    # A quadrature reader must be able to tell the new direction by the launch: the rotor has
+    # turned well over a quarter turn the new way in the two seconds before it.
+    s = all_scenarios()
+    for sp in s.spins:
+        launch = one(s, "launch", sp.spin)
+        steps = rotor_steps(s.events, launch["t_us"] - 2_000_000, launch["t_us"])
+        assert ("cw" if steps > 0 else "ccw") == launch["rotor_dir"]
+        assert abs(steps) >= SLOTS  # 4·slots steps a turn
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32),
+    names=st.lists(
+        st.sampled_from(sorted(set(SCENARIOS) - {"normal"})), min_size=1, max_size=4, unique=True
+    ),
+)
+def test_any_scenario_mix_consistent(seed: int, names: list[str]) -> None:
+    s = simulate_session(seed, 2 * len(names) + 2, scenarios=names)
+    check_edges(s)
+    assert set(s.scenarios.values()) | set(s.table_scenarios) == set(names)
+    for sp in s.spins:
+        rest = truth(s, "rest", sp.spin)
+        voids = truth(s, "void", sp.spin)
+        assert len(voids) <= 1
+        if sp.scenario in ("object", "ball_out"):
+            assert rest == [] and voids[0]["reason"] in (proto.V_OBJECT, proto.V_BALL_OUT)
+            continue
+        (r,) = rest
+        held = pockets_held(s, r["t_us"] + 300_000)
+        if sp.scenario == "stuck_off":
+            assert held == []
+        elif sp.scenario == "stuck_on":
+            assert r["channel"] in held and len(held) == 2
+        else:
+            assert held == [r["channel"]]
+        assert ("void" in r) == bool(voids)
