@@ -13,9 +13,9 @@ from rmcfw import ticks
 CW = const(1)
 CCW = const(-1)
 
-# Quadrature step for (previous state << 2 | state), state = A << 1 | B:
-# 0 no move, 1 forward, 2 backward, 3 both channels changed at once (a missed edge).
-_STEP = b"\x00\x02\x01\x03\x01\x00\x03\x02\x02\x03\x00\x01\x03\x01\x02\x00"
+# Quadrature step for (previous state << 2 | state), state = A << 1 | B: 1 forward, 2 backward
+# (an edge changes one channel, so the other entries never occur).
+_STEP = b"\x00\x02\x01\x00\x01\x00\x00\x02\x02\x00\x00\x01\x00\x01\x02\x00"
 _QUARTERS = const(4)
 
 
@@ -28,7 +28,7 @@ class Rotor:
         self.pos = 0  # counts since start, signed
         self.dir = 0  # direction of the last full quarter turn; 0 = stopped/unknown
         self.period_us = 0  # last full revolution; 0 = unknown or stopped
-        self.errors = 0  # invalid transitions (both channels at once)
+        self.errors = 0  # missed edges seen
         self.t_edge = None
         self._mark = 0  # pos at the last quarter mark
         self._qt = array("L", [0] * _QUARTERS)  # times of the last quarter marks
@@ -42,13 +42,12 @@ class Rotor:
             new = (ab & 2) | (1 if level else 0)
         else:
             new = (ab & 1) | (2 if level else 0)
-        step = _STEP[(ab << 2) | new]
-        self._ab = new
-        if step == 0:
-            return
-        if step == 3:
+        if new == ab:
+            # an edge that leaves its channel's level as it was: the opposite edge was missed
             self.errors += 1
             return
+        step = _STEP[(ab << 2) | new]
+        self._ab = new
         if self.t_edge is not None and ticks.diff(t, self.t_edge) > self.stop_us:
             self._restart()
         self.t_edge = t

@@ -16,6 +16,7 @@ COMMANDS: list[str] = [
     "rmc.commands.settle",
     "rmc.commands.check",
     "rmc.commands.sim",
+    "rmc.commands.rnvp",
 ]
 
 

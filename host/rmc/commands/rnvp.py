@@ -1,0 +1,78 @@
+"""`rmc rnvp LAPS.csv [--lead SECONDS] [--json]`: the firmware's "rien ne va plus" predictor
+on ball lap times, one spin per line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "rnvp",
+        help='run the firmware\'s "rien ne va plus" predictor on ball lap times',
+        description=(
+            "Replays ball lap times (one spin per line, revolution times in seconds, "
+            "comma-separated, oldest first; the last is the last full lap before the drop) "
+            "through the firmware's predictor, which learns the wheel from spin to spin."
+        ),
+    )
+    p.add_argument("laps", metavar="LAPS.csv")
+    p.add_argument(
+        "--lead",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="call this long before the predicted drop (default 1.0)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rmc.rnvp import LapsError, read_laps, replay, summary
+
+    if not 0 <= args.lead <= 10:
+        print("rmc rnvp: --lead must be between 0 and 10 seconds", file=sys.stderr)
+        return 2
+    try:
+        spins = read_laps(args.laps)
+    except (OSError, LapsError) as e:
+        print(f"rmc rnvp: {args.laps}: {e}", file=sys.stderr)
+        return 2
+    calls = replay(spins, lead_s=args.lead)
+    total = summary(calls)
+    if args.json:
+        json.dump({"spins": [c.as_dict() for c in calls], "summary": total}, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f'"Rien ne va plus" on {args.laps} (lead asked {args.lead:g} s)')
+    for col in ("spin", "laps", "called at s", "predicted drop s", "last pass s", "lead s", ""):
+        t.add_column(col, justify="right")
+    for c, laps in zip(calls, spins, strict=True):
+        t.add_row(
+            str(c.spin),
+            str(len(laps)),
+            _f(c.rnvp_s),
+            _f(c.predicted_drop_s),
+            _f(c.last_pass_s),
+            _f(c.lead_s),
+            "[red]LATE[/red]" if c.late else (c.why or ""),
+        )
+    con = Console()
+    con.print(t)
+    within = sum(1 for c in calls if c.lead_s is not None and abs(c.lead_s - args.lead) <= 0.5)
+    con.print(
+        f"{total['spins']} spins, {total['called']} called, {total['late']} late, "
+        f"median lead {_f(total['median_lead_s'])} s, "
+        f"{within} within ±0.5 s of the lead asked"
+    )
+    return 0
+
+
+def _f(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"

@@ -1,0 +1,97 @@
+"""Replay ball lap times through the firmware's own predictor (rmcfw.rnvp).
+
+One spin per line of a LAPS.csv file: the ball's successive revolution times in seconds, the
+last one the last full lap before the ball left the track. The predictor runs exactly as on
+the table: after each pass it sets a deadline; the call happens at that deadline if the next
+pass has not come first. It learns the wheel from spin to spin, in file order.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rmcfw import rnvp, ticks
+
+
+class LapsError(ValueError):
+    """A LAPS.csv line that is not a list of positive lap times."""
+
+
+@dataclass
+class SpinCall:
+    spin: int
+    rnvp_s: float | None  # when "rien ne va plus" was called (s from the first pass)
+    predicted_drop_s: float | None  # the predicted last pass in force at the call
+    last_pass_s: float  # the real last pass
+    lead_s: float | None  # last_pass_s - rnvp_s
+    late: bool  # called after the last pass, or never
+    why: str | None  # "fit" or "limit"
+
+    def as_dict(self) -> dict:
+        return {
+            "spin": self.spin,
+            "rnvp_s": _r(self.rnvp_s),
+            "predicted_drop_s": _r(self.predicted_drop_s),
+            "last_pass_s": _r(self.last_pass_s),
+            "lead_s": _r(self.lead_s),
+            "late": self.late,
+        }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)
+
+
+def read_laps(path: str | Path) -> list[list[float]]:
+    """The spins of a LAPS.csv file; LapsError (with the line number) for a bad line."""
+    spins = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            laps = [float(x) for x in line.split(",") if x.strip()]
+        except ValueError as e:
+            raise LapsError(f"line {n}: {e}") from None
+        if not laps or any(not math.isfinite(x) or x <= 0 or x > 60 for x in laps):
+            raise LapsError(f"line {n}: lap times must be positive seconds")
+        spins.append(laps)
+    return spins
+
+
+def replay(spins: Iterable[list[float]], lead_s: float = 1.0, **options) -> list[SpinCall]:
+    """Run the predictor over the spins in order (it learns from each)."""
+    p = rnvp.Predictor(lead_s=lead_s, **options)
+    out = []
+    for i, laps in enumerate(spins, 1):
+        passes = [0]
+        for lap in laps:
+            passes.append(passes[-1] + round(lap * 1e6))
+        p.reset(0)
+        call = drop = why = None
+        for k in range(1, len(passes)):
+            if call is None and ticks.diff(passes[k], p.deadline) > 0:
+                # the deadline came before this pass: called then (never before the last pass
+                # seen, since the deadline is set at a pass)
+                call = max(ticks.diff(p.deadline, 0), passes[k - 1]) / 1e6
+                drop, why = p.drop_s, p.why
+            p.lap(passes[k])
+        last = passes[-1] / 1e6
+        p.learn_drop()
+        late = call is None or call > last
+        out.append(SpinCall(i, call, drop, last, None if call is None else last - call, late, why))
+    return out
+
+
+def summary(calls: list[SpinCall]) -> dict:
+    leads = [c.lead_s for c in calls if c.lead_s is not None]
+    return {
+        "spins": len(calls),
+        "late": sum(c.late for c in calls),
+        "median_lead_s": _r(statistics.median(leads)) if leads else None,
+        "called": sum(c.rnvp_s is not None for c in calls),
+    }

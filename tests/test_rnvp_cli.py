@@ -1,0 +1,109 @@
+"""`rmc rnvp LAPS.csv [--lead SECONDS] [--json]`: the interface fixed by issue 6."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from rmc import ROOT
+from rmc.cli import main
+
+sys.path.insert(0, str(ROOT / "tests" / "fw"))
+import lapgen
+
+
+def _write(path: Path, spins: list[list[float]]) -> Path:
+    path.write_text("".join(",".join(f"{x:.4f}" for x in laps) + "\n" for laps in spins))
+    return path
+
+
+def _wheel_spins(n: int, noise: float = 0.0, seed: int = 5) -> list[list[float]]:
+    w = lapgen.Wheel(lapgen.Rng(seed), 1.1)
+    return [lapgen.laps(w.spin(noise_s=noise, keep=None if i % 3 else 7)) for i in range(n)]
+
+
+def _run_json(capsys, *args: str) -> dict:
+    assert main(["rnvp", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_output_has_the_fixed_keys(tmp_path, capsys) -> None:
+    f = _write(tmp_path / "laps.csv", _wheel_spins(12))
+    out = _run_json(capsys, str(f))
+    assert set(out) == {"spins", "summary"}
+    assert set(out["summary"]) == {"spins", "late", "median_lead_s", "called"}
+    assert out["summary"]["spins"] == 12 == len(out["spins"])
+    for i, s in enumerate(out["spins"], 1):
+        assert set(s) == {"spin", "rnvp_s", "predicted_drop_s", "last_pass_s", "lead_s", "late"}
+        assert s["spin"] == i
+        assert isinstance(s["late"], bool)
+        if s["rnvp_s"] is None:
+            assert s["late"] and s["lead_s"] is None
+        else:
+            assert s["lead_s"] == pytest.approx(s["last_pass_s"] - s["rnvp_s"], abs=2e-3)
+            assert s["late"] == (s["rnvp_s"] > s["last_pass_s"])
+    assert out["summary"]["late"] == sum(s["late"] for s in out["spins"])
+    assert out["summary"]["called"] == sum(s["rnvp_s"] is not None for s in out["spins"])
+
+
+def test_last_pass_is_the_sum_of_the_laps(tmp_path, capsys) -> None:
+    f = _write(tmp_path / "laps.csv", [[0.6, 0.65, 0.7, 0.8, 0.9, 1.05, 1.2]])
+    s = _run_json(capsys, str(f))["spins"][0]
+    assert s["last_pass_s"] == pytest.approx(5.9, abs=1e-3)
+    assert not s["late"]  # the 1.4 s safety limit at worst, or the fit
+
+
+def test_the_lead_follows_the_option(tmp_path, capsys) -> None:
+    f = _write(tmp_path / "laps.csv", _wheel_spins(30))
+    short = _run_json(capsys, str(f), "--lead", "0.8")["summary"]["median_lead_s"]
+    long = _run_json(capsys, str(f), "--lead", "2.0")["summary"]["median_lead_s"]
+    assert short == pytest.approx(0.8, abs=0.3)
+    assert long == pytest.approx(2.0, abs=0.3)
+
+
+def test_same_predictor_as_the_firmware(tmp_path, capsys) -> None:
+    """The CLI replays through rmcfw.rnvp: the same calls as feeding the predictor directly."""
+    from rmcfw import rnvp, ticks
+
+    spins = _wheel_spins(8)
+    out = _run_json(capsys, str(_write(tmp_path / "l.csv", spins)))["spins"]
+    p = rnvp.Predictor(lead_s=1.0)
+    for laps, got in zip(spins, out, strict=True):
+        t = [0]
+        for lap in laps:
+            t.append(t[-1] + round(lap * 1e6))
+        p.reset(0)
+        call = None
+        for k in range(1, len(t)):
+            if call is None and ticks.diff(t[k], p.deadline) > 0:
+                call = max(p.deadline, t[k - 1]) / 1e6
+            p.lap(t[k])
+        p.learn_drop()
+        assert got["rnvp_s"] == (None if call is None else round(call, 3))
+
+
+def test_table_output(tmp_path, capsys) -> None:
+    f = _write(tmp_path / "laps.csv", _wheel_spins(5))
+    assert main(["rnvp", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "5 spins" in out and "median lead" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["0.6,abc,0.7\n", "0.6,-0.5\n", "0.6,nan\n", "0.6,0.7,1e9\n"],
+)
+def test_bad_lines_are_refused_with_their_number(tmp_path, capsys, text) -> None:
+    f = tmp_path / "bad.csv"
+    f.write_text("0.6,0.7,0.8\n" + text)
+    assert main(["rnvp", str(f), "--json"]) == 2
+    assert "line 2" in capsys.readouterr().err
+
+
+def test_missing_file_and_bad_lead(tmp_path, capsys) -> None:
+    assert main(["rnvp", str(tmp_path / "none.csv")]) == 2
+    f = _write(tmp_path / "l.csv", [[0.6, 0.7]])
+    assert main(["rnvp", str(f), "--lead", "-1"]) == 2
