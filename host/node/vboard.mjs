@@ -1,0 +1,511 @@
+// The virtual board: the table firmware on MicroPython's WebAssembly port, with a simulated
+// `machine` (host/rmc/vboard/mpy/), its REPL on a loopback socket for the real mpremote, and
+// the frame UART on a second socket for `rmc record`.
+//
+//   node vboard.mjs [--repl-port N] [--uart-port N] [--sensors TRACE.jsonl] [--speed X]
+//                   [--flash DIR] [--pins PINS.json] [--heap 2M] [--control]
+//
+// --speed 0 (default) runs the virtual clock as fast as the firmware goes; X > 0 runs it at
+// X virtual seconds per wall second (1 = real time). On stdout, one JSON line per event:
+// {"event":"ready","repl_port":..,"uart_port":..} first, then boot, power, irq_error, exit.
+// With --control, stdin takes JSON lines: {"cmd":"sensors","path":..} or {"cmd":"sensors",
+// "records":[..]} (times from now), {"cmd":"power","event":"cut"|"restore"},
+// {"cmd":"uart","hex":..}, {"cmd":"save"}, {"cmd":"quit"}.
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import readline from "node:readline";
+import { fileURLToPath } from "node:url";
+import { MessageChannel, Worker } from "node:worker_threads";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, "..", "..");
+const NCHAN = 45;
+const CHANNELS = ["rotor_a", "rotor_b", "ball_a", "ball_b", "lid", "incident"];
+
+function die(msg, code = 2) {
+  process.stderr.write(`vboard: ${msg}\n`);
+  process.exit(code);
+}
+function event(obj) {
+  process.stdout.write(JSON.stringify(obj) + "\n");
+}
+function log(msg) {
+  process.stderr.write(`vboard: ${msg}\n`);
+}
+
+// ---------------------------------------------------------------------------------------
+// Arguments.
+function parseSize(text) {
+  const m = /^(\d+)([kKmM]?)$/.exec(text);
+  if (!m) die(`bad size ${text}`);
+  return parseInt(m[1], 10) * { "": 1, k: 1024, K: 1024, m: 1 << 20, M: 1 << 20 }[m[2]];
+}
+function parsePort(text) {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) die(`bad port ${text}`);
+  return n;
+}
+const opts = {
+  replPort: 0,
+  uartPort: 0,
+  sensors: null,
+  speed: 0,
+  flash: null,
+  pins: path.join(ROOT, "hardware", "pico_pins.json"),
+  heap: 2 << 20,
+  control: false,
+  mpyDir: path.join(ROOT, "host", "rmc", "vboard", "mpy"),
+};
+{
+  const args = process.argv.slice(2);
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const next = () => (i + 1 < args.length ? args[++i] : die(`${a} needs a value`));
+    if (a === "--repl-port") opts.replPort = parsePort(next());
+    else if (a === "--uart-port") opts.uartPort = parsePort(next());
+    else if (a === "--sensors") opts.sensors = next();
+    else if (a === "--speed") {
+      const v = next();
+      opts.speed = v === "max" ? 0 : Number(v);
+      if (!Number.isFinite(opts.speed) || opts.speed < 0) die(`bad speed ${v}`);
+    } else if (a === "--flash") opts.flash = next();
+    else if (a === "--pins") opts.pins = next();
+    else if (a === "--heap") opts.heap = parseSize(next());
+    else if (a === "--control") opts.control = true;
+    else if (a === "--mpy-dir") opts.mpyDir = next();
+    else die(`unknown argument ${a}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The pin map (hardware/pico_pins.json): which GPIO each sensor channel drives, and how.
+function loadPins(file) {
+  let p;
+  try {
+    p = JSON.parse(fs.readFileSync(file, "utf8"));
+  } catch (e) {
+    die(`cannot read pin map ${file}: ${e.message}`);
+  }
+  const need = (obj, key, where) => {
+    if (!obj || obj[key] === undefined) die(`pin map ${file}: missing ${where}${key}`);
+    return obj[key];
+  };
+  const pk = need(p, "pockets", "");
+  const pockets = {
+    spi: need(pk, "spi", "pockets."),
+    latch: need(pk, "latch", "pockets."),
+    latch_active: need(pk, "latch_active", "pockets.") ? 1 : 0,
+    chips: need(pk, "chips", "pockets."),
+    active: pk.active === undefined ? 1 : pk.active ? 1 : 0,
+  };
+  if (pockets.chips * 8 < 39) die(`pin map ${file}: ${pockets.chips} chips hold fewer than 39 pockets`);
+  const chanPin = {};
+  for (const [i, name] of CHANNELS.entries()) {
+    const spec = need(p, name, "");
+    const pin = need(spec, "pin", `${name}.`);
+    let invert = 0; // channel value 1 = sensor active; the GPIO level may be the opposite
+    if (name === "lid") invert = need(spec, "locked_level", "lid.") ? 0 : 1;
+    else if (name === "incident") invert = need(spec, "active_level", "incident.") ? 0 : 1;
+    else if (spec.active_level !== undefined) invert = spec.active_level ? 0 : 1;
+    chanPin[39 + i] = [pin, invert];
+  }
+  const uart = need(p, "uart", "");
+  return {
+    pockets,
+    chanPin,
+    uartId: need(uart, "id", "uart."),
+    epoch: 1767225600, // 2026-01-01T00:00:00Z: the RTC of a freshly powered table
+    python: { pockets, uart_id: uart.id, led: p.led ? p.led.pin : 25, freq: 125000000 },
+  };
+}
+const config = loadPins(opts.pins);
+
+// The simulated machine and boot code, copied into every fresh interpreter.
+const mpyFiles = {};
+try {
+  for (const name of fs.readdirSync(opts.mpyDir)) {
+    if (name.endsWith(".py")) mpyFiles[name] = fs.readFileSync(path.join(opts.mpyDir, name), "utf8");
+  }
+} catch (e) {
+  die(`cannot read ${opts.mpyDir}: ${e.message}`);
+}
+if (!mpyFiles["machine.py"] || !mpyFiles["_vboard_boot.py"]) die(`${opts.mpyDir} lacks machine.py`);
+
+// ---------------------------------------------------------------------------------------
+// Sensor traces: JSON Lines; "sensor" and "power" records are played, others ignored.
+function channelCode(name) {
+  if (typeof name !== "string") return -1;
+  if (name.startsWith("pocket:")) {
+    const n = Number(name.slice(7));
+    return Number.isInteger(n) && n >= 0 && n < 39 ? n : -1;
+  }
+  const i = CHANNELS.indexOf(name);
+  return i < 0 ? -1 : 39 + i;
+}
+function parseRecords(records, where) {
+  const ev = [];
+  records.forEach((r, i) => {
+    const at = `${where}: record ${i + 1}`;
+    if (!r || typeof r !== "object") throw new Error(`${at}: not an object`);
+    if (r.kind !== "sensor" && r.kind !== "power") return;
+    const t = r.t_us;
+    if (typeof t !== "number" || !Number.isFinite(t) || t < 0) throw new Error(`${at}: bad t_us ${t}`);
+    if (r.kind === "power") {
+      if (r.event !== "cut" && r.event !== "restore") throw new Error(`${at}: bad power event ${r.event}`);
+      ev.push([t, r.event === "cut" ? -1 : -2, i]);
+      return;
+    }
+    const ch = channelCode(r.ch);
+    if (ch < 0) throw new Error(`${at}: unknown channel ${JSON.stringify(r.ch)}`);
+    if (r.v !== 0 && r.v !== 1) throw new Error(`${at}: bad value ${JSON.stringify(r.v)}`);
+    ev.push([t, ch * 2 + r.v, i]);
+  });
+  ev.sort((a, b) => a[0] - b[0] || a[2] - b[2]); // stable: file order breaks ties
+  return ev;
+}
+function readTrace(file) {
+  const text = fs.readFileSync(file, "utf8");
+  const records = [];
+  text.split("\n").forEach((line, i) => {
+    if (!line.trim()) return;
+    try {
+      records.push(JSON.parse(line));
+    } catch (e) {
+      throw new Error(`${file}:${i + 1}: not JSON: ${e.message}`);
+    }
+  });
+  return parseRecords(records, file);
+}
+function makeSchedule(events, base) {
+  const n = events.length;
+  const t = new SharedArrayBuffer(Math.max(8, n * 8));
+  const code = new SharedArrayBuffer(Math.max(4, n * 4));
+  const tv = new Float64Array(t);
+  const cv = new Int32Array(code);
+  events.forEach(([tt, c], i) => {
+    tv[i] = base + Math.round(tt);
+    cv[i] = c;
+  });
+  return { t, code, n };
+}
+
+// ---------------------------------------------------------------------------------------
+// Shared world state: clock, schedule cursor, sensor levels.
+const ctrlBuf = new SharedArrayBuffer(8);
+const worldBuf = new SharedArrayBuffer(8);
+const levelsBuf = new SharedArrayBuffer(NCHAN);
+const ctrl = new Int32Array(ctrlBuf);
+const world = new Float64Array(worldBuf);
+const levels = new Uint8Array(levelsBuf);
+let sched = makeSchedule([], 0);
+if (opts.sensors) {
+  try {
+    sched = makeSchedule(readTrace(opts.sensors), 0);
+  } catch (e) {
+    die(`--sensors: ${e.message}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Flash: the user's files, kept across resets; optionally loaded from and saved to a folder.
+let flash = { dirs: [], files: [] };
+function loadFlash(dir) {
+  const snap = { dirs: [], files: [] };
+  const walk = (host, target) => {
+    for (const e of fs.readdirSync(host, { withFileTypes: true })) {
+      const src = path.join(host, e.name);
+      const dst = target + "/" + e.name;
+      if (e.isDirectory()) {
+        snap.dirs.push(dst);
+        walk(src, dst);
+      } else if (e.isFile()) snap.files.push([dst, new Uint8Array(fs.readFileSync(src))]);
+    }
+  };
+  walk(dir, "");
+  return snap;
+}
+function saveFlash() {
+  if (!opts.flash) return;
+  // Written beside, then swapped in: a host crash mid-save leaves the old image whole.
+  const tmp = opts.flash + ".new";
+  const old = opts.flash + ".old";
+  try {
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.mkdirSync(tmp, { recursive: true });
+    for (const d of flash.dirs) fs.mkdirSync(path.join(tmp, d), { recursive: true });
+    for (const [p, data] of flash.files) fs.writeFileSync(path.join(tmp, p), data);
+    fs.rmSync(old, { recursive: true, force: true });
+    if (fs.existsSync(opts.flash)) fs.renameSync(opts.flash, old);
+    fs.renameSync(tmp, opts.flash);
+    fs.rmSync(old, { recursive: true, force: true });
+  } catch (e) {
+    log(`cannot save flash to ${opts.flash}: ${e.message}`);
+  }
+}
+if (opts.flash) {
+  try {
+    if (fs.existsSync(opts.flash)) flash = loadFlash(opts.flash);
+    else fs.mkdirSync(opts.flash, { recursive: true });
+  } catch (e) {
+    die(`--flash ${opts.flash}: ${e.message}`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Sockets: one client at a time on each, like a serial port; errors never kill the board.
+let replClient = null;
+let uartClient = null;
+function send(sock, data) {
+  if (!sock || sock.destroyed || !sock.writable) return;
+  sock.write(data, () => {}); // EPIPE/ECONNRESET arrive on 'error', handled below
+}
+function serve(port, onData, setClient, getClient) {
+  const server = net.createServer((sock) => {
+    const prev = getClient();
+    if (prev) prev.destroy(); // a new opener takes the line, as with a serial device
+    setClient(sock);
+    sock.setNoDelay(true);
+    sock.on("data", onData);
+    sock.on("error", () => {});
+    sock.on("close", () => {
+      if (getClient() === sock) setClient(null);
+    });
+  });
+  server.on("error", (e) => die(`cannot listen on 127.0.0.1:${port}: ${e.message}`, 1));
+  return new Promise((resolve) => server.listen(port, "127.0.0.1", () => resolve(server)));
+}
+
+// ---------------------------------------------------------------------------------------
+// The board: one worker per power-on or soft reset.
+let worker = null;
+let mail = null;
+let ready = false;
+let powered = false;
+let cause = 1; // PWRON_RESET
+let pendingIn = []; // REPL bytes that arrived while the board was rebooting
+let pendingUart = [];
+let quitting = false;
+let boots = 0;
+
+function post(msg) {
+  if (!mail) return false;
+  mail.postMessage(msg);
+  Atomics.add(ctrl, 0, 1);
+  Atomics.notify(ctrl, 0);
+  return true;
+}
+function onReplData(data) {
+  if (!powered) return; // nobody listens on a dead board
+  if (ready) post({ type: "in", data: new Uint8Array(data) });
+  else pendingIn.push(...data);
+}
+function onUartData(data) {
+  if (!powered) return;
+  if (ready) post({ type: "uart", data: new Uint8Array(data) });
+  else pendingUart.push(...data);
+}
+
+function startBoard(mode) {
+  const channel = new MessageChannel();
+  mail = channel.port1;
+  ready = false;
+  powered = true;
+  boots++;
+  const w = new Worker(path.join(HERE, "vboard_worker.mjs"), {
+    workerData: {
+      mail: channel.port2,
+      ctrlBuf,
+      worldBuf,
+      levelsBuf,
+      sched,
+      config,
+      speed: opts.speed,
+      heap: opts.heap,
+      fs: flash,
+      mode,
+      cause,
+      mpyFiles,
+      pending: Uint8Array.from(pendingIn),
+      uart: Uint8Array.from(pendingUart),
+    },
+    transferList: [channel.port2],
+  });
+  pendingIn = [];
+  pendingUart = [];
+  worker = w;
+  event({ event: "boot", mode, cause, t_us: world[0], boot: boots });
+  w.on("message", (m) => {
+    if (worker !== w) return;
+    if (m.type === "out") send(replClient, m.data);
+    else if (m.type === "uart") send(uartClient, m.data);
+    else if (m.type === "ready") {
+      ready = true;
+      if (pendingIn.length) post({ type: "in", data: Uint8Array.from(pendingIn) });
+      if (pendingUart.length) post({ type: "uart", data: Uint8Array.from(pendingUart) });
+      pendingIn = [];
+      pendingUart = [];
+    } else if (m.type === "snapshot") {
+      flash = m.fs;
+      saveFlash();
+      if (snapshotWaiter) snapshotWaiter();
+    } else if (m.type === "event") event(m);
+    else if (m.type === "reboot") onReboot(m);
+    else if (m.type === "crash") {
+      log(`interpreter crashed: ${m.message}`);
+      event({ event: "crash", message: m.message });
+    }
+  });
+  w.on("error", (e) => {
+    if (worker !== w) return;
+    log(`worker error: ${e.stack || e}`);
+    event({ event: "crash", message: String(e) });
+    worker = null;
+    mail = null;
+    ready = false;
+    if (!quitting) setTimeout(() => startBoard("power"), 10);
+  });
+  w.on("exit", () => {
+    if (worker === w) {
+      worker = null;
+      mail = null;
+      ready = false;
+    }
+  });
+}
+
+function onReboot(m) {
+  flash = m.fs;
+  worker = null;
+  mail = null;
+  ready = false;
+  pendingIn = [...m.pending, ...pendingIn];
+  pendingUart = [...m.uart, ...pendingUart];
+  if (m.kind === "power") {
+    powerOff();
+    return;
+  }
+  saveFlash();
+  cause = m.cause;
+  event({ event: "reset", kind: m.kind, cause, t_us: world[0] });
+  if (!quitting) startBoard(m.kind === "soft" ? m.mode : "power");
+}
+
+// Power off: flash kept, RAM and serial input lost; the world clock runs on to the restore.
+let offTimer = null;
+function powerOff() {
+  powered = false;
+  pendingIn = [];
+  pendingUart = [];
+  saveFlash();
+  event({ event: "power", state: "off", t_us: world[0] });
+  if (quitting) return;
+  // Sensor edges while the board is off only change the levels it will see at power-up.
+  let cur = Atomics.load(ctrl, 1);
+  while (cur < sched.n) {
+    const c = new Int32Array(sched.code)[cur];
+    const t = new Float64Array(sched.t)[cur];
+    cur++;
+    if (c === -2) {
+      Atomics.store(ctrl, 1, cur);
+      const wallMs = opts.speed > 0 ? (t - world[0]) / (1000 * opts.speed) : 0;
+      offTimer = setTimeout(() => {
+        offTimer = null;
+        world[0] = Math.max(world[0], t);
+        powerOn();
+      }, Math.max(0, wallMs));
+      return;
+    }
+    if (c >= 0) levels[c >> 1] = c & 1;
+  }
+  Atomics.store(ctrl, 1, cur); // no restore scheduled: off until {"cmd":"power","event":"restore"}
+}
+function powerOn() {
+  if (powered || quitting) return;
+  cause = 1;
+  event({ event: "power", state: "on", t_us: world[0] });
+  startBoard("power");
+}
+
+// ---------------------------------------------------------------------------------------
+// Control (stdin JSON lines) and shutdown.
+let snapshotWaiter = null;
+function askSnapshot(timeoutMs) {
+  return new Promise((resolve) => {
+    if (!ready && !worker) return resolve(false);
+    const timer = setTimeout(() => {
+      snapshotWaiter = null;
+      resolve(false);
+    }, timeoutMs);
+    snapshotWaiter = () => {
+      clearTimeout(timer);
+      snapshotWaiter = null;
+      resolve(true);
+    };
+    post({ type: "snapshot" });
+  });
+}
+
+async function shutdown(code = 0) {
+  if (quitting) return;
+  quitting = true;
+  if (offTimer) clearTimeout(offTimer);
+  if (worker && opts.flash) await askSnapshot(1500);
+  if (worker) await worker.terminate();
+  event({ event: "exit", t_us: world[0] });
+  process.exit(code);
+}
+
+function control(line) {
+  if (!line.trim()) return;
+  let c;
+  try {
+    c = JSON.parse(line);
+  } catch (e) {
+    event({ event: "error", message: `control: not JSON: ${e.message}` });
+    return;
+  }
+  try {
+    if (c.cmd === "sensors") {
+      const evs = c.path ? readTrace(c.path) : parseRecords(c.records || [], "records");
+      sched = makeSchedule(evs, world[0]);
+      Atomics.store(ctrl, 1, 0);
+      post({ type: "sched", ...sched });
+      event({ event: "sensors", n: sched.n, base_us: world[0] });
+    } else if (c.cmd === "power" && c.event === "cut") {
+      if (powered && !post({ type: "power", event: "cut" })) powerOff();
+    } else if (c.cmd === "power" && c.event === "restore") {
+      if (offTimer) clearTimeout(offTimer);
+      offTimer = null;
+      powerOn();
+    } else if (c.cmd === "uart") {
+      onUartData(Buffer.from(String(c.hex || ""), "hex"));
+    } else if (c.cmd === "save") {
+      askSnapshot(1500).then((ok) => event({ event: "saved", ok }));
+    } else if (c.cmd === "status") {
+      event({ event: "status", t_us: world[0], powered, ready, boots, cause, cursor: ctrl[1], n: sched.n });
+    } else if (c.cmd === "quit") shutdown(0);
+    else event({ event: "error", message: `control: unknown command ${JSON.stringify(c.cmd)}` });
+  } catch (e) {
+    event({ event: "error", message: `control: ${e.message}` });
+  }
+}
+
+process.on("SIGTERM", () => shutdown(0));
+process.on("SIGINT", () => shutdown(0));
+process.stdout.on("error", () => {}); // a parent that stopped reading must not kill the board
+
+const replServer = await serve(opts.replPort, onReplData, (s) => (replClient = s), () => replClient);
+const uartServer = await serve(opts.uartPort, onUartData, (s) => (uartClient = s), () => uartClient);
+if (opts.control) {
+  const rl = readline.createInterface({ input: process.stdin });
+  rl.on("line", control);
+  rl.on("close", () => shutdown(0)); // the controlling process went away
+}
+event({
+  event: "ready",
+  repl_port: replServer.address().port,
+  uart_port: uartServer.address().port,
+  speed: opts.speed,
+});
+startBoard("power");

@@ -1,0 +1,552 @@
+// One power-on (or soft-reset) lifetime of the virtual board: a MicroPython WebAssembly
+// interpreter with the simulated `machine`, run in a worker thread so that it may block
+// (sleep, busy loops, endless main loops) while the main thread keeps the sockets served.
+//
+// Main thread -> worker: messages on `mail` (a MessagePort), read synchronously with
+// receiveMessageOnPort whenever Python calls the bridge or the REPL is idle; `ctrl[MAIL]` is
+// bumped and notified with each one so a blocked worker wakes up (Atomics.wait).
+// Worker -> main thread: parentPort messages (output bytes, UART bytes, reboot, power off).
+//
+// Every reset (soft, watchdog, machine.reset, power cut) ends this worker: the main thread
+// starts a fresh one with the file system carried over, as a board keeps its flash.
+import { parentPort, workerData, receiveMessageOnPort } from "node:worker_threads";
+import { performance } from "node:perf_hooks";
+import { loadMicroPython } from "@micropython/micropython-webassembly-pyscript";
+
+const W = workerData;
+const ctrl = new Int32Array(W.ctrlBuf); // [MAIL, CURSOR]
+const world = new Float64Array(W.worldBuf); // [NOW_US]
+const levels = new Uint8Array(W.levelsBuf); // channel values, 45 channels
+const MAIL = 0;
+const CURSOR = 1;
+const cfg = W.config;
+const TICKS_MASK = 0x3fffffff; // MicroPython's ticks period on a 32-bit port is 2**30
+
+// ---------------------------------------------------------------------------------------
+// Reset: thrown from a bridge call, it unwinds the interpreter (the instance is dropped).
+class BoardReset extends Error {
+  constructor(kind, cause) {
+    super(`board reset: ${kind}`);
+    this.kind = kind; // "wdt" | "reset" | "soft" | "power"
+    this.cause = cause;
+  }
+}
+const CAUSE = { PWRON: 1, HARD: 2, WDT: 3, DEEPSLEEP: 4, SOFT: 5 };
+
+// ---------------------------------------------------------------------------------------
+// Output to the REPL socket, batched: one message per line or per REPL step.
+let out = [];
+let muted = false;
+function flushOut() {
+  if (out.length) {
+    parentPort.postMessage({ type: "out", data: Uint8Array.from(out) });
+    out = [];
+  }
+}
+function stdout(bytes) {
+  if (muted) return;
+  for (const b of bytes) out.push(b);
+  if (out.length >= 4096 || bytes[bytes.length - 1] === 10) flushOut();
+}
+function emit(text) {
+  for (const b of Buffer.from(text, "latin1")) out.push(b);
+  flushOut();
+}
+
+// ---------------------------------------------------------------------------------------
+// Input queues and the mail box.
+let seenMail = Atomics.load(ctrl, MAIL);
+const inQ = []; // REPL bytes not yet processed
+const uartQ = []; // frame UART bytes from the host
+let interrupts = 0; // Ctrl-C received while Python was running
+let kbdIntr = 3; // micropython.kbd_intr(): -1 disables Ctrl-C
+let busy = false; // Python is running (REPL command, boot.py, main.py)
+let pendingPower = null; // "cut" asked by the host, done at the next bridge call
+let snapshotAsked = false;
+
+function checkMail() {
+  const m = Atomics.load(ctrl, MAIL);
+  if (m === seenMail) return;
+  seenMail = m;
+  for (;;) {
+    const msg = receiveMessageOnPort(W.mail);
+    if (!msg) break;
+    const v = msg.message;
+    if (v.type === "in") {
+      for (const b of v.data) {
+        if (busy && b === kbdIntr) interrupts++;
+        else inQ.push(b);
+      }
+    } else if (v.type === "uart") {
+      for (const b of v.data) uartQ.push(b);
+    } else if (v.type === "sched") {
+      installSchedule(v);
+    } else if (v.type === "power") {
+      pendingPower = v.event;
+    } else if (v.type === "snapshot") {
+      snapshotAsked = true;
+    }
+  }
+  if (snapshotAsked) {
+    snapshotAsked = false;
+    parentPort.postMessage({ type: "snapshot", fs: snapshotFS() });
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// The sensor schedule: absolute world times (us) and codes (channel*2+value; -1 power cut,
+// -2 power restore), shared with the main thread; the cursor lives in ctrl[CURSOR].
+let schedT = new Float64Array(W.sched.t);
+let schedC = new Int32Array(W.sched.code);
+let schedN = W.sched.n;
+function installSchedule(v) {
+  schedT = new Float64Array(v.t);
+  schedC = new Int32Array(v.code);
+  schedN = v.n;
+  Atomics.store(ctrl, CURSOR, 0);
+}
+
+// ---------------------------------------------------------------------------------------
+// Virtual clock. `now` is world time in us (since the vboard started); ticks count from boot.
+let now = world[0];
+const bootAt = now;
+const speed = W.speed; // 0: as fast as possible; X: X virtual seconds per wall second
+let wallAnchor = performance.now();
+let virtAnchor = now;
+function anchor() {
+  wallAnchor = performance.now();
+  virtAnchor = now;
+}
+function wallVirtual() {
+  return virtAnchor + (performance.now() - wallAnchor) * 1000 * speed;
+}
+function setNow(t) {
+  if (t > now) {
+    now = t;
+    world[0] = now;
+  }
+}
+function catchUp() {
+  if (speed > 0) setNow(Math.floor(wallVirtual()));
+}
+
+// ---------------------------------------------------------------------------------------
+// Pins. GPIO levels come from the channel values (sensors), the pulls, or Python's outputs.
+const NPINS = 32;
+const pinMode = new Int8Array(NPINS).fill(-1); // -1 unset, 0 in, 1 out, 2 open drain
+const pinPull = new Int8Array(NPINS); // 0 none, 1 up, 2 down
+const pinOut = new Uint8Array(NPINS);
+const irqTrig = new Uint8Array(NPINS); // Pin.IRQ_FALLING 4 | Pin.IRQ_RISING 8
+const irqPending = new Int16Array(NPINS).fill(-1); // deferred event code while IRQs are off
+let masked = 0;
+const chanPin = cfg.chanPin; // channel -> [gpio, invert] for the direct sensors
+const pinChan = new Int16Array(NPINS).fill(-1);
+for (const [ch, spec] of Object.entries(chanPin)) pinChan[spec[0]] = Number(ch);
+
+function pinLevel(p) {
+  if (pinMode[p] === 1) return pinOut[p];
+  const ch = pinChan[p];
+  if (ch >= 0) return levels[ch] ^ chanPin[ch][1];
+  if (pinMode[p] === 2 && pinOut[p] === 0) return 0;
+  return pinPull[p] === 1 ? 1 : 0;
+}
+
+// The 74HC165 chain: loaded while the latch is at its active level, shifted out by SPI.
+const pk = cfg.pockets;
+const chain = new Uint8Array(pk.chips);
+let chainPos = pk.chips;
+function loadChain() {
+  chain.fill(0);
+  for (let ch = 0; ch < pk.chips * 8; ch++) {
+    let bit = ch < 39 ? levels[ch] : 0;
+    if (!pk.active) bit ^= 1;
+    if (bit) chain[ch >> 3] |= 0x80 >> (ch & 7);
+  }
+  chainPos = 0;
+}
+function pinWrite(p, v) {
+  pinOut[p] = v;
+  if (p === pk.latch && v === pk.latch_active) loadChain();
+}
+
+// Applies one schedule entry; returns an IRQ event code for Python, or -1.
+function apply(code) {
+  if (code === -1) throw new BoardReset("power", CAUSE.PWRON);
+  if (code < 0) return -1; // restore while powered: nothing to do
+  const ch = code >> 1;
+  const v = code & 1;
+  if (levels[ch] === v) return -1;
+  const spec = chanPin[ch];
+  if (!spec) {
+    levels[ch] = v; // a pocket: seen at the next latch
+    if (ch < 39 && pinOut[pk.latch] === pk.latch_active) loadChain();
+    return -1;
+  }
+  const p = spec[0];
+  const before = pinLevel(p);
+  levels[ch] = v;
+  const after = pinLevel(p);
+  if (before === after || pinMode[p] === 1) return -1;
+  const want = after ? 8 : 4;
+  if (!(irqTrig[p] & want)) return -1;
+  const ev = p * 2 + after;
+  if (masked) {
+    irqPending[p] = ev;
+    return -1;
+  }
+  return ev;
+}
+
+// ---------------------------------------------------------------------------------------
+// Timers (machine.Timer) and the watchdog, on the virtual clock.
+const NTIMERS = 16;
+const timerNext = new Float64Array(NTIMERS).fill(Infinity);
+const timerPeriod = new Float64Array(NTIMERS);
+const timerOnce = new Uint8Array(NTIMERS);
+let wdtTimeout = 0;
+let wdtDeadline = Infinity;
+
+function nextTimer() {
+  let best = -1;
+  let t = Infinity;
+  for (let i = 0; i < NTIMERS; i++) {
+    if (timerNext[i] < t) {
+      t = timerNext[i];
+      best = i;
+    }
+  }
+  return best;
+}
+
+// The next thing due at or before `limit`: returns an event code (>= 0) to hand to Python,
+// -1 when nothing is due up to `limit` (now is then at least `limit` if `advance`).
+function due(limit) {
+  for (;;) {
+    if (!masked) {
+      for (let p = 0; p < NPINS; p++) {
+        if (irqPending[p] >= 0) {
+          const ev = irqPending[p];
+          irqPending[p] = -1;
+          return ev;
+        }
+      }
+    }
+    const cur = Atomics.load(ctrl, CURSOR);
+    const te = cur < schedN ? schedT[cur] : Infinity;
+    const ti = nextTimer();
+    const tt = ti >= 0 ? timerNext[ti] : Infinity;
+    const t = Math.min(te, tt, wdtDeadline);
+    if (t > limit) return -1;
+    if (!waitWall(t)) return -2; // interrupted while pacing
+    setNow(t);
+    if (t === wdtDeadline) {
+      throw new BoardReset("wdt", CAUSE.WDT);
+    } else if (t === tt) {
+      if (timerOnce[ti]) timerNext[ti] = Infinity;
+      else timerNext[ti] += timerPeriod[ti];
+      if (masked) continue;
+      return 1000 + ti;
+    } else {
+      Atomics.store(ctrl, CURSOR, cur + 1);
+      const ev = apply(schedC[cur]);
+      if (ev >= 0) return ev;
+    }
+  }
+}
+
+// At a finite speed, wait (wall clock) until virtual time `t`; false if Ctrl-C came.
+function waitWall(t) {
+  if (speed <= 0) return true;
+  for (;;) {
+    const remaining = wallAnchor + (t - virtAnchor) / (1000 * speed) - performance.now();
+    if (remaining <= 0.05) return true;
+    flushOut();
+    Atomics.wait(ctrl, MAIL, seenMail, remaining);
+    checkMail();
+    if (interrupts > 0 || pendingPower) return false;
+  }
+}
+
+// Host requests and Ctrl-C, checked at every bridge call. Returns -2 for KeyboardInterrupt.
+function service() {
+  checkMail();
+  if (pendingPower === "cut") {
+    pendingPower = null;
+    throw new BoardReset("power", CAUSE.PWRON);
+  }
+  pendingPower = null;
+  if (interrupts > 0) {
+    interrupts--;
+    return -2;
+  }
+  return 0;
+}
+
+let target = 0;
+const bridge = {
+  config: () => JSON.stringify(cfg.python),
+  ticks_us: () => {
+    catchUp();
+    const t = Math.floor(now - bootAt) & TICKS_MASK;
+    if (speed <= 0) setNow(now + 1); // so that busy-wait loops on ticks end
+    return t;
+  },
+  ticks_ms: () => {
+    catchUp();
+    const t = Math.floor((now - bootAt) / 1000) & TICKS_MASK;
+    if (speed <= 0) setNow(now + 1);
+    return t;
+  },
+  epoch_s: () => Math.floor(cfg.epoch + now / 1e6),
+  epoch_frac_us: () => Math.floor(now % 1e6),
+  // Events due by now (after catching up with the wall clock at a finite speed).
+  poll: () => {
+    for (;;) {
+      if (out.length) flushOut();
+      const s = service();
+      if (s) return s;
+      catchUp();
+      const ev = due(now);
+      if (ev !== -2) return ev;
+    }
+  },
+  // Sleep: set the wake-up time, then call until() until it returns -1.
+  wait: (us) => {
+    catchUp();
+    target = now + Math.max(0, Number(us));
+  },
+  until: () => {
+    for (;;) {
+      if (out.length) flushOut();
+      const s = service();
+      if (s) return s;
+      const ev = due(target);
+      if (ev === -2) continue;
+      if (ev >= 0) return ev;
+      setNow(target);
+      return -1;
+    }
+  },
+  mask: (on) => {
+    masked = on ? 1 : 0;
+  },
+  pin_cfg: (p, mode, pull) => {
+    pinMode[p] = mode;
+    pinPull[p] = pull;
+  },
+  pin_get: (p) => pinLevel(p),
+  pin_set: (p, v) => pinWrite(p, v ? 1 : 0),
+  pin_irq: (p, trig) => {
+    irqTrig[p] = trig;
+    irqPending[p] = -1;
+  },
+  spi_byte: (id) => {
+    if (id !== pk.spi || chainPos >= pk.chips) return 0; // serial input of the chain is tied low
+    return chain[chainPos++];
+  },
+  uart_write: (id, addr, n) => {
+    if (id !== cfg.uartId) return n;
+    const M = mpModule;
+    const data = new Uint8Array(n);
+    for (let i = 0; i < n; i++) data[i] = M.getValue(addr + i, "i8") & 255;
+    parentPort.postMessage({ type: "uart", data });
+    return n;
+  },
+  uart_any: (id) => {
+    checkMail();
+    return id === cfg.uartId ? uartQ.length : 0;
+  },
+  uart_readinto: (id, addr, n) => {
+    checkMail();
+    if (id !== cfg.uartId) return 0;
+    const k = Math.min(n, uartQ.length);
+    const M = mpModule;
+    for (let i = 0; i < k; i++) M.setValue(addr + i, uartQ[i], "i8");
+    uartQ.splice(0, k);
+    return k;
+  },
+  timer_start: (slot, periodUs, once) => {
+    timerPeriod[slot] = Math.max(1, Number(periodUs));
+    timerOnce[slot] = once ? 1 : 0;
+    timerNext[slot] = now + timerPeriod[slot];
+  },
+  timer_stop: (slot) => {
+    timerNext[slot] = Infinity;
+  },
+  wdt_start: (timeoutUs) => {
+    wdtTimeout = Number(timeoutUs);
+    wdtDeadline = now + wdtTimeout;
+  },
+  wdt_feed: () => {
+    if (wdtTimeout) wdtDeadline = now + wdtTimeout;
+  },
+  reset: () => {
+    throw new BoardReset("reset", CAUSE.WDT); // rp2: machine.reset() goes through the watchdog
+  },
+  soft_reset: () => {
+    throw new BoardReset("soft", W.cause);
+  },
+  reset_cause: () => W.cause,
+  kbd_intr: (c) => {
+    kbdIntr = c;
+  },
+  irq_error: (what) => {
+    parentPort.postMessage({ type: "event", event: "irq_error", what: String(what) });
+  },
+};
+
+// ---------------------------------------------------------------------------------------
+// File system: carried from one boot to the next as a snapshot of the user's files.
+const SKIP = new Set(["/dev", "/proc", "/tmp", "/home", "/.vboard"]);
+let FS = null;
+let mpModule = null;
+function snapshotFS() {
+  const dirs = [];
+  const files = [];
+  const walk = (dir) => {
+    for (const name of FS.readdir(dir)) {
+      if (name === "." || name === "..") continue;
+      const p = (dir === "/" ? "" : dir) + "/" + name;
+      if (SKIP.has(p)) continue;
+      const st = FS.stat(p);
+      if (FS.isDir(st.mode)) {
+        dirs.push(p);
+        walk(p);
+      } else if (FS.isFile(st.mode)) files.push([p, FS.readFile(p)]);
+    }
+  };
+  walk("/");
+  return { dirs, files };
+}
+function restoreFS(snap) {
+  for (const d of snap.dirs) {
+    try {
+      FS.mkdir(d);
+    } catch (e) {
+      /* exists */
+    }
+  }
+  for (const [p, data] of snap.files) FS.writeFile(p, data);
+}
+
+// ---------------------------------------------------------------------------------------
+let mp;
+let rawMode = false;
+let pasteState = 0; // raw-paste request \x05 A \x01 being read
+
+function runPy(code) {
+  busy = true;
+  anchor();
+  try {
+    mp.runPython(code);
+  } catch (e) {
+    if (e instanceof BoardReset) throw e;
+    if (e && e.name === "PythonError") emit(String(e.message).replace(/\n/g, "\r\n"));
+    else throw e;
+  } finally {
+    busy = false;
+  }
+}
+
+function finish(reset) {
+  flushOut();
+  parentPort.postMessage({
+    type: "reboot",
+    kind: reset.kind,
+    cause: reset.cause,
+    mode: reset.mode || "friendly",
+    fs: snapshotFS(),
+    pending: Uint8Array.from(inQ),
+    uart: Uint8Array.from(uartQ),
+  });
+  process.exit(0);
+}
+
+function replLoop() {
+  for (;;) {
+    checkMail();
+    if (pendingPower === "cut") throw new BoardReset("power", CAUSE.PWRON);
+    pendingPower = null;
+    if (inQ.length === 0) {
+      flushOut();
+      Atomics.wait(ctrl, MAIL, seenMail);
+      continue;
+    }
+    const c = inQ.shift();
+    if (rawMode && pasteState === 0 && c === 5) {
+      pasteState = 1; // mpremote asks for raw-paste mode: say we don't support it
+      continue;
+    }
+    if (pasteState === 1 && c === 0x41) {
+      pasteState = 2;
+      continue;
+    }
+    if (pasteState === 2 && c === 1) {
+      pasteState = 0;
+      emit("R\x00");
+      continue;
+    }
+    pasteState = 0;
+    busy = true;
+    anchor();
+    let ret;
+    try {
+      ret = mp.replProcessChar(c);
+    } finally {
+      busy = false;
+    }
+    if (c === 1) rawMode = true;
+    else if (c === 2) rawMode = false;
+    if (ret & 0x100) {
+      // Ctrl-D on an empty line: the port asks for a soft reset.
+      throw Object.assign(new BoardReset("soft", W.cause), { mode: rawMode ? "raw" : "friendly" });
+    }
+    if (inQ.length === 0) flushOut();
+  }
+}
+
+async function boot() {
+  mp = await loadMicroPython({ heapsize: W.heap, stdout, stderr: stdout, linebuffer: false });
+  mpModule = mp._module;
+  FS = mp.FS;
+  restoreFS(W.fs);
+  try {
+    FS.mkdir("/.vboard");
+  } catch (e) {
+    /* exists */
+  }
+  for (const [name, text] of Object.entries(W.mpyFiles)) FS.writeFile("/.vboard/" + name, text);
+  mp.registerJsModule("_vbhw", bridge);
+  // A soft reset from mpremote prints "soft reboot" and must then show nothing but the raw
+  // REPL banner; boot.py's output is muted in that case only.
+  if (W.mode !== "power") emit("MPY: soft reboot\r\n");
+  muted = W.mode === "raw";
+  runPy("import sys\nsys.path.append('/.vboard')\nimport _vboard_boot\nsys.path.remove('/.vboard')");
+  for (const name of Object.keys(W.mpyFiles)) FS.unlink("/.vboard/" + name);
+  FS.rmdir("/.vboard"); // imported: the board's flash holds only the user's files
+  runPy("_vboard_boot.run_file('boot.py')");
+  if (W.mode !== "raw") runPy("_vboard_boot.run_file('main.py')");
+  mp.replInit();
+  if (W.mode === "raw") {
+    mp.replProcessChar(1);
+    rawMode = true;
+    muted = false;
+    emit("raw REPL; CTRL-B to exit\r\n>");
+  }
+  flushOut();
+  parentPort.postMessage({ type: "ready" });
+  replLoop();
+}
+
+try {
+  for (const b of W.pending) inQ.push(b);
+  for (const b of W.uart) uartQ.push(b);
+  await boot();
+} catch (e) {
+  if (e instanceof BoardReset) finish(e);
+  else {
+    flushOut();
+    parentPort.postMessage({ type: "crash", message: String((e && e.stack) || e) });
+    process.exit(1);
+  }
+}

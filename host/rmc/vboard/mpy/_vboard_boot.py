@@ -1,0 +1,144 @@
+# Run at every boot of the virtual board, before boot.py: makes the WebAssembly port look
+# like a board to the firmware and to mpremote.
+#  - `machine` (simulated) is imported once so that `import machine` finds it anywhere;
+#  - `time` gets the virtual clock (module attributes can be replaced);
+#  - `os` and `open` raise MicroPython's errno numbers, not Emscripten's, and `os.stat("")`
+#    means the current folder, as on a board; directories have size 0, ilistdir gives sizes;
+#  - micropython.kbd_intr() is passed to the bridge (Ctrl-C is seen by the Node side).
+import builtins
+import os
+import sys
+import time
+
+import _vbhw
+import machine
+import micropython
+
+for _name in ("ticks_us", "ticks_ms", "sleep", "sleep_ms", "sleep_us", "time", "time_ns"):
+    setattr(time, _name, getattr(machine, _name))
+time.ticks_cpu = machine.ticks_us
+_localtime = time.localtime
+_gmtime = time.gmtime
+
+
+def _lt(secs=None):
+    return _localtime(machine.time() if secs is None else secs)
+
+
+def _gt(secs=None):
+    return _gmtime(machine.time() if secs is None else secs)
+
+
+time.localtime = _lt
+time.gmtime = _gt
+
+_kbd_intr = micropython.kbd_intr
+
+
+def _kbd(c):
+    _kbd_intr(c)
+    _vbhw.kbd_intr(c)
+
+
+micropython.kbd_intr = _kbd
+
+# Emscripten errno -> MicroPython errno
+_ERRNO = {44: 2, 20: 17, 31: 21, 54: 20, 55: 39, 28: 22, 63: 1, 2: 13, 10: 16, 29: 5}
+
+
+def _fix(e):
+    if e.args and e.args[0] in _ERRNO:
+        return OSError(_ERRNO[e.args[0]])
+    return e
+
+
+def _wrap(fn, empty_is_cwd=False):
+    def call(*args):
+        if empty_is_cwd and args and args[0] == "":
+            args = (_getcwd(),) + args[1:]
+        try:
+            return fn(*args)
+        except OSError as e:
+            raise _fix(e) from None
+
+    return call
+
+
+_getcwd = os.getcwd
+_stat = _wrap(os.stat, True)
+_ilistdir = _wrap(os.ilistdir, True)
+
+
+def stat(path):
+    st = _stat(path)
+    if st[0] & 0x4000 and st[6]:
+        st = st[:6] + (0,) + st[7:]  # a directory has no size on a board's file system
+    return st
+
+
+# The interpreter's own folders are not part of the board's flash.
+_HIDDEN = ("dev", "proc", "tmp", "home", ".vboard")
+
+
+def ilistdir(path=""):
+    base = path if path not in ("", ".") else _getcwd()
+    root = base.rstrip("/") == ""
+    for ent in _ilistdir(base):
+        name, typ, ino = ent[0], ent[1], ent[2]
+        if root and name in _HIDDEN:
+            continue
+        size = 0
+        if not typ & 0x4000:
+            try:
+                size = _stat((base.rstrip("/") or "") + "/" + name)[6]
+            except OSError:
+                pass
+        yield (name, typ, ino, size)
+
+
+def listdir(path=""):
+    return [e[0] for e in ilistdir(path)]
+
+
+for _name in ("mkdir", "rmdir", "remove", "unlink", "rename", "chdir", "statvfs"):
+    if hasattr(os, _name):
+        setattr(os, _name, _wrap(getattr(os, _name), _name in ("statvfs", "chdir")))
+os.stat = stat
+os.ilistdir = ilistdir
+os.listdir = listdir
+
+_open = builtins.open
+
+
+def open(file, mode="r", *args, **kw):  # noqa: A001 - replaces the builtin on purpose
+    if isinstance(file, str):
+        try:
+            isdir = _stat(file)[0] & 0x4000
+        except OSError:
+            isdir = False
+        if isdir:
+            raise OSError(21)  # EISDIR: Emscripten would open a folder for reading
+    try:
+        return _open(file, mode, *args, **kw)
+    except OSError as e:
+        raise _fix(e) from None
+
+
+builtins.open = open
+
+
+def run_file(name):
+    """Run boot.py or main.py as a board does: as __main__, tracebacks printed."""
+    try:
+        stat(name)
+    except OSError:
+        return
+    g = {"__name__": "__main__", "__file__": name}
+    try:
+        with _open(name) as f:
+            code = f.read()
+        exec(compile(code, name, "exec"), g)
+    except SystemExit:
+        pass
+    except BaseException as e:  # noqa: BLE001 - a board prints it and goes to the REPL
+        sys.print_exception(e)
