@@ -59,7 +59,7 @@ let seenMail = Atomics.load(ctrl, MAIL);
 const inQ = []; // REPL bytes not yet processed
 const uartQ = []; // frame UART bytes from the host
 let interrupts = 0; // Ctrl-C received while Python was running
-let kbdIntr = 3; // micropython.kbd_intr(): -1 disables Ctrl-C
+const kbdIntr = 3; // Ctrl-C (micropython.kbd_intr() cannot be hooked in this port)
 let busy = false; // Python is running (REPL command, boot.py, main.py)
 let pendingPower = null; // "cut" asked by the host, done at the next bridge call
 let snapshotAsked = false;
@@ -387,9 +387,6 @@ const bridge = {
     throw new BoardReset("soft", W.cause);
   },
   reset_cause: () => W.cause,
-  kbd_intr: (c) => {
-    kbdIntr = c;
-  },
   irq_error: (what) => {
     parentPort.postMessage({ type: "event", event: "irq_error", what: String(what) });
   },
@@ -441,7 +438,10 @@ function runPy(code) {
     mp.runPython(code);
   } catch (e) {
     if (e instanceof BoardReset) throw e;
-    if (e && e.name === "PythonError") emit(String(e.message).replace(/\n/g, "\r\n"));
+    if (e && e.name === "PythonError") {
+      emit(String(e.message).replace(/\n/g, "\r\n"));
+      parentPort.postMessage({ type: "event", event: "boot_error", message: String(e.message) });
+    }
     else throw e;
   } finally {
     busy = false;

@@ -1,18 +1,16 @@
+# ruff: noqa: RUF005  (MicroPython source: tuple concatenation kept)
 # Run at every boot of the virtual board, before boot.py: makes the WebAssembly port look
 # like a board to the firmware and to mpremote.
 #  - `machine` (simulated) is imported once so that `import machine` finds it anywhere;
 #  - `time` gets the virtual clock (module attributes can be replaced);
 #  - `os` and `open` raise MicroPython's errno numbers, not Emscripten's, and `os.stat("")`
 #    means the current folder, as on a board; directories have size 0, ilistdir gives sizes;
-#  - micropython.kbd_intr() is passed to the bridge (Ctrl-C is seen by the Node side).
 import builtins
 import os
 import sys
 import time
 
-import _vbhw
 import machine
-import micropython
 
 for _name in ("ticks_us", "ticks_ms", "sleep", "sleep_ms", "sleep_us", "time", "time_ns"):
     setattr(time, _name, getattr(machine, _name))
@@ -31,16 +29,6 @@ def _gt(secs=None):
 
 time.localtime = _lt
 time.gmtime = _gt
-
-_kbd_intr = micropython.kbd_intr
-
-
-def _kbd(c):
-    _kbd_intr(c)
-    _vbhw.kbd_intr(c)
-
-
-micropython.kbd_intr = _kbd
 
 # Emscripten errno -> MicroPython errno
 _ERRNO = {44: 2, 20: 17, 31: 21, 54: 20, 55: 39, 28: 22, 63: 1, 2: 13, 10: 16, 29: 5}
@@ -110,7 +98,7 @@ os.listdir = listdir
 _open = builtins.open
 
 
-def open(file, mode="r", *args, **kw):  # noqa: A001 - replaces the builtin on purpose
+def open(file, mode="r", *args, **kw):  # replaces the builtin on purpose
     if isinstance(file, str):
         try:
             isdir = _stat(file)[0] & 0x4000
@@ -140,5 +128,5 @@ def run_file(name):
         exec(compile(code, name, "exec"), g)
     except SystemExit:
         pass
-    except BaseException as e:  # noqa: BLE001 - a board prints it and goes to the REPL
+    except BaseException as e:  # a board prints it and goes to the REPL
         sys.print_exception(e)

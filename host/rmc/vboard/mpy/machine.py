@@ -1,3 +1,4 @@
+# ruff: noqa: UP031  (MicroPython source: %-formatting kept)
 # Simulated `machine` module of the virtual board (MicroPython, runs in the WebAssembly port).
 #
 # The Node side (host/node/vboard_worker.mjs, module `_vbhw`) owns the virtual clock, the
@@ -37,7 +38,7 @@ def _call(handler, arg, hard):
         micropython.heap_lock()
     try:
         handler(arg)
-    except BaseException as e:  # noqa: BLE001 - a board prints any exception from an IRQ
+    except BaseException as e:  # a board prints any exception from an IRQ
         if hard:
             micropython.heap_unlock()
             hard = False
@@ -54,6 +55,8 @@ def _irq_failed(handler, arg, e):
     stats["irq_errors"] += 1
     print("Uncaught exception in IRQ callback handler")
     sys.print_exception(e)
+    if isinstance(e, MemoryError):
+        print("(memory allocation failed, heap is locked: a hard IRQ handler must not allocate)")
     if isinstance(arg, Pin):
         arg.irq(None)
     elif isinstance(arg, Timer):

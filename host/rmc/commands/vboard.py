@@ -1,0 +1,102 @@
+"""`rmc vboard`: run the virtual board (the firmware on MicroPython's WebAssembly port)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+
+from rmc.vboard import VirtualBoard, VirtualBoardError
+
+EXIT_BAD_INPUT = 2
+
+
+def _port(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"port out of range: {n}")
+    return n
+
+
+def _speed(text: str) -> float:
+    if text == "max":
+        return 0.0
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a speed: {text!r}") from None
+    if not x >= 0 or x == float("inf"):
+        raise argparse.ArgumentTypeError(f"speed must be 0 (max) or a positive factor: {text}")
+    return x
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "vboard",
+        help="run the virtual board: firmware on WebAssembly MicroPython, REPL for mpremote",
+        description="Serve a virtual table controller on loopback sockets: its REPL (use "
+        "`mpremote connect socket://127.0.0.1:PORT ...`) and its frame UART (use `rmc record "
+        "--port socket://127.0.0.1:PORT`). Runs until interrupted (Ctrl-C).",
+    )
+    p.add_argument("--repl-port", type=_port, default=0, help="REPL port (default: any free)")
+    p.add_argument("--uart-port", type=_port, default=0, help="frame UART port (default: any)")
+    p.add_argument(
+        "--sensors", metavar="TRACE.jsonl", type=Path, help="sensor edges played from power-up"
+    )
+    p.add_argument(
+        "--speed",
+        type=_speed,
+        default=0.0,
+        help="virtual seconds per wall second: 1 = real time, 0 or 'max' = as fast as it goes",
+    )
+    p.add_argument("--flash", metavar="DIR", type=Path, help="folder keeping the flash image")
+    p.add_argument("--pins", metavar="PINS.json", type=Path, help="pin map (default: Pico)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.sensors is not None and not args.sensors.is_file():
+        print(f"rmc vboard: no trace file {args.sensors}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.pins is not None and not args.pins.is_file():
+        print(f"rmc vboard: no pin map {args.pins}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    vb = VirtualBoard(
+        sensors=args.sensors,
+        speed=args.speed,
+        flash=args.flash,
+        repl_port=args.repl_port,
+        uart_port=args.uart_port,
+        pins=args.pins,
+    )
+    try:
+        vb.start()
+    except VirtualBoardError as e:
+        print(f"rmc vboard: {e}", file=sys.stderr)
+        return 1
+    print(f"REPL  {vb.repl_url}   (mpremote connect {vb.repl_url} ...)", flush=True)
+    print(f"UART  {vb.uart_url}   (rmc record --port {vb.uart_url})", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    seen = 0
+    try:
+        while vb.running:
+            vb.wait_event("exit", timeout=0.5)
+            for ev in vb.events[seen:]:
+                if ev.get("event") in ("boot", "reset", "power", "irq_error", "crash"):
+                    print(_describe(ev), flush=True)
+            seen = len(vb.events)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        vb.stop()
+    return 0
+
+
+def _describe(ev: dict) -> str:
+    t = ev.get("t_us", 0) / 1e6
+    rest = ", ".join(f"{k}={v}" for k, v in ev.items() if k not in ("event", "t_us"))
+    return f"[{t:10.3f} s] {ev['event']}: {rest}"

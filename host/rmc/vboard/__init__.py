@@ -1,0 +1,251 @@
+"""The virtual board: the firmware on MicroPython's WebAssembly port, served like a real table.
+
+`VirtualBoard` starts `node host/node/vboard.mjs` and talks to it over its stdin/stdout
+(JSON lines). The board's REPL is at `repl_url` (give it to mpremote: `mpremote connect
+socket://127.0.0.1:PORT ...`), its frame UART at `uart_url` (give it to pyserial or
+`rmc record --port`).
+
+    with VirtualBoard(speed=0) as vb:
+        vb.mpremote("cp", "-r", "firmware/.", ":")
+        vb.feed("trace.jsonl")         # sensor edges, times from now on the virtual clock
+        vb.power_cut(); vb.power_restore()
+
+See docs/vboard.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rmc import ROOT
+
+VBOARD_JS = ROOT / "host" / "node" / "vboard.mjs"
+MPREMOTE = Path(sys.executable).with_name("mpremote")
+
+
+class VirtualBoardError(RuntimeError):
+    """The virtual board could not start, or did not answer."""
+
+
+@dataclass
+class VirtualBoard:
+    """A running virtual board (a node process); use as a context manager or start()/stop()."""
+
+    sensors: Path | str | None = None  # JSON Lines trace played from power-up
+    speed: float = 0.0  # 0: as fast as possible; 1: real time; X: X times real time
+    flash: Path | str | None = None  # host folder holding the board's flash between runs
+    repl_port: int = 0  # 0: chosen by the system
+    uart_port: int = 0
+    pins: Path | str | None = None  # pin map, hardware/pico_pins.json by default
+    heap: str = "2M"
+    node: str = "node"
+    start_timeout: float = 20.0
+    events: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
+    _proc: subprocess.Popen | None = field(default=None, init=False, repr=False)
+    _queue: queue.Queue = field(default_factory=queue.Queue, init=False, repr=False)
+    _stderr: list[str] = field(default_factory=list, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    # --- life cycle -----------------------------------------------------------------------
+
+    def command(self) -> list[str]:
+        """The node command line this board runs."""
+        if shutil.which(self.node) is None:
+            raise VirtualBoardError(f"{self.node} not found: run `make setup`")
+        cmd = [self.node, str(VBOARD_JS), "--control", "--heap", self.heap]
+        cmd += ["--repl-port", str(self.repl_port), "--uart-port", str(self.uart_port)]
+        cmd += ["--speed", repr(float(self.speed))]
+        if self.sensors is not None:
+            cmd += ["--sensors", str(self.sensors)]
+        if self.flash is not None:
+            cmd += ["--flash", str(self.flash)]
+        if self.pins is not None:
+            cmd += ["--pins", str(self.pins)]
+        return cmd
+
+    def start(self) -> VirtualBoard:
+        if self._proc is not None:
+            raise VirtualBoardError("already started")
+        if self.speed < 0:
+            raise ValueError(f"speed must be >= 0, not {self.speed}")
+        self._proc = subprocess.Popen(
+            self.command(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        threading.Thread(target=self._read_events, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        ready = self.wait_event("ready", timeout=self.start_timeout)
+        if ready is None:
+            self.stop()
+            raise VirtualBoardError("virtual board did not start: " + self.stderr_text())
+        self.repl_port = ready["repl_port"]
+        self.uart_port = ready["uart_port"]
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Save the flash (if any), end the node process; never leaves it running."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                proc.stdin.write('{"cmd":"quit"}\n')
+                proc.stdin.flush()
+            except (BrokenPipeError, OSError, ValueError):
+                pass
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def __enter__(self) -> VirtualBoard:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    @property
+    def repl_url(self) -> str:
+        return f"socket://127.0.0.1:{self.repl_port}"
+
+    @property
+    def uart_url(self) -> str:
+        return f"socket://127.0.0.1:{self.uart_port}"
+
+    # --- control --------------------------------------------------------------------------
+
+    def _send(self, cmd: dict[str, Any]) -> None:
+        if not self.running:
+            raise VirtualBoardError("virtual board is not running: " + self.stderr_text())
+        with self._lock:
+            self._proc.stdin.write(json.dumps(cmd) + "\n")
+            self._proc.stdin.flush()
+
+    def feed(self, trace: Path | str | list[dict[str, Any]], timeout: float = 10.0) -> int:
+        """Play sensor edges from now on the virtual clock (replacing what was left to play).
+
+        `trace` is a JSON Lines file or a list of records {"kind":"sensor","t_us":..,"ch":..,
+        "v":0|1} / {"kind":"power","t_us":..,"event":"cut"|"restore"}; t_us counts from now.
+        Returns how many edges were scheduled.
+        """
+        if isinstance(trace, (str, Path)):
+            path = Path(trace)
+            if not path.is_file():
+                raise FileNotFoundError(f"no trace file {path}")
+            cmd: dict[str, Any] = {"cmd": "sensors", "path": str(path.resolve())}
+        else:
+            cmd = {"cmd": "sensors", "records": list(trace)}
+        self._send(cmd)
+        ev = self.wait_event(("sensors", "error"), timeout=timeout)
+        if ev is None:
+            raise VirtualBoardError("no answer to the sensor trace")
+        if ev["event"] == "error":
+            raise ValueError(ev["message"])
+        return int(ev["n"])
+
+    def power_cut(self) -> None:
+        """Cut the power now: RAM is lost, the flash keeps what was written up to this instant."""
+        self._send({"cmd": "power", "event": "cut"})
+
+    def power_restore(self) -> None:
+        self._send({"cmd": "power", "event": "restore"})
+
+    def uart_send(self, data: bytes) -> None:
+        """Bytes to the board's frame UART (as if sent on the line)."""
+        self._send({"cmd": "uart", "hex": data.hex()})
+
+    def save_flash(self, timeout: float = 5.0) -> bool:
+        self._send({"cmd": "save"})
+        ev = self.wait_event("saved", timeout=timeout)
+        return bool(ev and ev.get("ok"))
+
+    def status(self, timeout: float = 5.0) -> dict[str, Any]:
+        self._send({"cmd": "status"})
+        ev = self.wait_event("status", timeout=timeout)
+        if ev is None:
+            raise VirtualBoardError("no status")
+        return ev
+
+    def mpremote(
+        self, *args: str, timeout: float = 60.0, check: bool = True
+    ) -> subprocess.CompletedProcess:
+        """Run the real mpremote against this board."""
+        exe = str(MPREMOTE) if MPREMOTE.exists() else "mpremote"
+        proc = subprocess.run(
+            [exe, "connect", self.repl_url, *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        if check and proc.returncode != 0:
+            raise VirtualBoardError(
+                f"mpremote {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
+            )
+        return proc
+
+    # --- events ---------------------------------------------------------------------------
+
+    def wait_event(self, name: str | tuple[str, ...], timeout: float = 10.0) -> dict | None:
+        """The next event of that name (older events of other names stay in `events`)."""
+        names = (name,) if isinstance(name, str) else name
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                ev = self._queue.get(timeout=remaining)
+            except queue.Empty:
+                return None
+            if ev is None:
+                return None  # the process ended
+            if ev.get("event") in names:
+                return ev
+
+    def _read_events(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                ev = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            self.events.append(ev)
+            self._queue.put(ev)
+        self._queue.put(None)
+
+    def _read_stderr(self) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stderr is not None
+        for line in proc.stderr:
+            self._stderr.append(line)
+            if os.environ.get("RMC_VBOARD_DEBUG"):
+                sys.stderr.write(line)
+
+    def stderr_text(self) -> str:
+        return "".join(self._stderr[-50:])
