@@ -43,9 +43,17 @@ function flushOut() {
     out = [];
   }
 }
+let dropOK = 0; // raw-paste mode: the port's raw REPL says "OK", which raw-paste does not
 function stdout(bytes) {
   if (muted) return;
-  for (const b of bytes) out.push(b);
+  for (const b of bytes) {
+    if (dropOK && b === "OK".charCodeAt(2 - dropOK)) {
+      dropOK--;
+      continue;
+    }
+    dropOK = 0;
+    out.push(b);
+  }
   if (out.length >= 4096 || bytes[bytes.length - 1] === 10) flushOut();
 }
 function emit(text) {
@@ -430,6 +438,41 @@ function restoreFS(snap) {
 let mp;
 let rawMode = false;
 let pasteState = 0; // raw-paste request \x05 A \x01 being read
+// Raw-paste mode (--raw-paste): the command is collected here with flow control, then fed
+// to the port's raw REPL at once. Without it, the request is answered R\x00 (unsupported).
+const PASTE_WINDOW = 2048;
+let pasting = false;
+let pasteBuf = [];
+let pasteCredit = 0;
+
+function feedChar(c) {
+  busy = true;
+  anchor();
+  try {
+    return mp.replProcessChar(c);
+  } finally {
+    busy = false;
+  }
+}
+
+function pasteByte(c) {
+  if (c !== 4) {
+    pasteBuf.push(c);
+    if (++pasteCredit >= PASTE_WINDOW) {
+      pasteCredit = 0;
+      emit("\x01"); // the host may send another window
+    }
+    return;
+  }
+  pasting = false;
+  emit("\x04"); // end of data acknowledged; compile and run as in raw mode
+  if (pasteBuf.length === 0) pasteBuf.push(10); // an empty line would mean soft reset
+  for (const b of pasteBuf) feedChar(b);
+  pasteBuf = [];
+  dropOK = 2;
+  feedChar(4);
+  dropOK = 0;
+}
 
 function runPy(code) {
   busy = true;
@@ -483,18 +526,19 @@ function replLoop() {
     }
     if (pasteState === 2 && c === 1) {
       pasteState = 0;
-      emit("R\x00");
+      if (W.rawPaste) {
+        emit("R\x01" + String.fromCharCode(PASTE_WINDOW & 255, PASTE_WINDOW >> 8));
+        pasting = true;
+        pasteCredit = 0;
+      } else emit("R\x00");
       continue;
     }
     pasteState = 0;
-    busy = true;
-    anchor();
-    let ret;
-    try {
-      ret = mp.replProcessChar(c);
-    } finally {
-      busy = false;
+    if (pasting) {
+      pasteByte(c);
+      continue;
     }
+    const ret = feedChar(c);
     if (c === 1) rawMode = true;
     else if (c === 2) rawMode = false;
     if (ret & 0x100) {

@@ -48,6 +48,7 @@ class VirtualBoard:
     uart_port: int = 0
     pins: Path | str | None = None  # pin map, hardware/pico_pins.json by default
     heap: str = "2M"
+    raw_paste: bool = False  # serve mpremote's raw-paste mode (faster cp) instead of R\x00
     node: str = "node"
     start_timeout: float = 20.0
     events: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
@@ -71,6 +72,8 @@ class VirtualBoard:
             cmd += ["--flash", str(self.flash)]
         if self.pins is not None:
             cmd += ["--pins", str(self.pins)]
+        if self.raw_paste:
+            cmd.append("--raw-paste")
         return cmd
 
     def start(self) -> VirtualBoard:

@@ -1,0 +1,213 @@
+"""The virtual board against the real mpremote: REPL protocol, file system, errno mapping."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rmc import ROOT
+from rmc.vboard import VBOARD_JS, VirtualBoard, VirtualBoardError
+
+SAMPLES = Path(__file__).parent / "vboard_samples"
+
+
+@pytest.fixture(scope="module")
+def vb():
+    with VirtualBoard() as board:
+        yield board
+
+
+def run(vb: VirtualBoard, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return vb.mpremote(*args, timeout=timeout, check=False)
+
+
+def test_exec_prints(vb):
+    p = run(vb, "exec", "print(6 * 7); import sys; print(sys.implementation.name)")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == ["42", "micropython"]
+
+
+def test_exec_error_is_reported(vb):
+    p = run(vb, "exec", "raise ValueError('nope')")
+    assert p.returncode != 0
+    assert "ValueError: nope" in p.stdout + p.stderr
+
+
+def test_soft_reset_between_commands_clears_ram_keeps_files(vb):
+    assert run(vb, "exec", "x = 1\nopen('keep.txt', 'w').write('kept')").returncode == 0
+    p = run(vb, "exec", "print('x' in globals(), open('keep.txt').read())")
+    assert p.stdout.split() == ["False", "kept"], p.stdout + p.stderr
+    p = run(vb, "exec", "y = 2", "soft-reset", "exec", "print('y' in globals())")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split()[-1] == "False"
+    assert run(vb, "rm", ":keep.txt").returncode == 0
+
+
+def test_run_a_file(vb, tmp_path):
+    script = tmp_path / "hello.py"
+    script.write_text("import machine\nprint('hello from', machine.freq())\n")
+    p = run(vb, "run", str(script))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "hello from 125000000"
+
+
+def test_cp_r_ls_cat_rm_mkdir(vb, tmp_path):
+    src = tmp_path / "pkg"
+    (src / "sub").mkdir(parents=True)
+    (src / "a.py").write_text("A = 1\n")
+    (src / "sub" / "b.txt").write_bytes(bytes(range(256)) * 3)
+    p = run(vb, "cp", "-r", str(src), ":")
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = run(vb, "ls", ":pkg")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert any(line.split() == ["6", "a.py"] for line in lines), lines
+    assert any(line.split() == ["0", "sub/"] for line in lines), lines
+    p = run(vb, "ls", ":pkg/sub")
+    assert any(line.split() == ["768", "b.txt"] for line in p.stdout.splitlines()), p.stdout
+    p = run(vb, "cat", ":pkg/a.py")
+    assert p.stdout.strip() == "A = 1"
+    back = tmp_path / "back.txt"
+    assert run(vb, "cp", ":pkg/sub/b.txt", str(back)).returncode == 0
+    assert back.read_bytes() == bytes(range(256)) * 3
+    p = run(vb, "exec", "import sys; sys.path.insert(0, 'pkg'); import a; print(a.A)")
+    assert p.stdout.strip() == "1"
+    assert run(vb, "mkdir", ":pkg/new").returncode == 0
+    assert run(vb, "rmdir", ":pkg/new").returncode == 0
+    assert run(vb, "rm", "-r", ":pkg").returncode == 0
+    p = run(vb, "ls")
+    assert "pkg" not in p.stdout
+
+
+def test_root_lists_only_user_files(vb):
+    p = run(vb, "ls", ":")
+    assert p.returncode == 0
+    for hidden in ("dev/", "proc/", "tmp/", "home/", ".vboard"):
+        assert hidden not in p.stdout
+
+
+def test_errno_mapping_as_on_a_board(vb):
+    p = run(vb, "ls", ":nonexistent")
+    assert p.returncode != 0
+    assert "No such file or directory" in p.stdout + p.stderr
+    assert "Traceback" not in p.stdout + p.stderr
+    code = (
+        "import os, errno\n"
+        "def err(f, *a):\n"
+        "    try:\n"
+        "        f(*a)\n"
+        "    except OSError as e:\n"
+        "        return errno.errorcode.get(e.errno, e.errno)\n"
+        "os.mkdir('d')\n"
+        "open('d/f', 'w').write('x')\n"
+        "print(err(os.stat, 'missing'), err(open, 'missing'), err(os.mkdir, 'd'),\n"
+        "      err(open, 'd'), err(os.listdir, 'd/f'), err(os.rmdir, 'd'))\n"
+        "print(os.stat('') == os.stat(os.getcwd()), os.stat('d')[6], os.stat('d/f')[6])\n"
+        "os.remove('d/f'); os.rmdir('d')\n"
+    )
+    p = run(vb, "exec", code)
+    assert p.returncode == 0, p.stdout + p.stderr
+    first, second = p.stdout.splitlines()[:2]
+    assert first.split() == ["ENOENT", "ENOENT", "EEXIST", "EISDIR", "20", "39"]
+    assert second.split() == ["True", "0", "1"]
+
+
+def test_mkdir_twice_fails_cleanly(vb):
+    assert run(vb, "mkdir", ":twice").returncode == 0
+    p = run(vb, "mkdir", ":twice")
+    assert p.returncode != 0
+    assert "File exists" in p.stdout + p.stderr
+    assert run(vb, "rmdir", ":twice").returncode == 0
+
+
+def test_client_disconnecting_mid_command_does_not_kill_the_board(vb):
+    # A raw-mode command cut off half way, then a client that vanishes while output flows.
+    s = socket.create_connection(("127.0.0.1", vb.repl_port))
+    s.sendall(b"\r\x03\x03\r\x01print('half")
+    s.close()
+    s = socket.create_connection(("127.0.0.1", vb.repl_port))
+    s.sendall(b"\r\x03\r\x01\x04")
+    time.sleep(0.3)
+    s.sendall(b"for i in range(3000): print('x' * 60)\x04")
+    time.sleep(0.05)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    s.close()  # RST: the board's writes now fail with EPIPE/ECONNRESET
+    time.sleep(0.5)
+    assert vb.running
+    p = run(vb, "exec", "print('still here')")
+    assert p.stdout.strip() == "still here", p.stdout + p.stderr
+
+
+def test_ctrl_c_interrupts_a_running_loop(vb):
+    # mpremote's first act is Ctrl-C; a program sleeping in a loop must stop at once.
+    s = socket.create_connection(("127.0.0.1", vb.repl_port))
+    s.sendall(b"\r\x03\r\x01\x04")
+    time.sleep(0.3)
+    s.sendall(b"import time\nwhile True: time.sleep_ms(10)\x04")
+    time.sleep(0.3)
+    s.close()
+    t = time.monotonic()
+    p = run(vb, "exec", "print('back')")
+    assert p.stdout.strip() == "back", p.stdout + p.stderr
+    assert time.monotonic() - t < 10
+
+
+def test_raw_paste_mode_option(tmp_path):
+    data = bytes(range(256)) * 20
+    (tmp_path / "blob.bin").write_bytes(data)
+    with VirtualBoard(raw_paste=True) as board:
+        p = board.mpremote("exec", "print(sum(range(10)))")
+        assert p.stdout.strip() == "45"
+        board.mpremote("cp", str(tmp_path / "blob.bin"), ":blob.bin")
+        board.mpremote("cp", ":blob.bin", str(tmp_path / "back.bin"))
+        assert (tmp_path / "back.bin").read_bytes() == data
+
+
+def test_rmc_vboard_rejects_bad_input(tmp_path):
+    rmc = [sys.executable, "-m", "rmc"]
+    p = subprocess.run(
+        [*rmc, "vboard", "--sensors", str(tmp_path / "missing.jsonl")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert p.returncode == 2
+    assert "no trace file" in p.stderr
+    p = subprocess.run([*rmc, "vboard", "--speed", "fast"], capture_output=True, text=True)
+    assert p.returncode == 2
+    assert "not a speed" in p.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind":"sensor","t_us":5,"ch":"pocket:99","v":1}\n')
+    p = subprocess.run(
+        ["node", str(VBOARD_JS), "--sensors", str(bad)], capture_output=True, text=True, timeout=30
+    )
+    assert p.returncode == 2
+    assert "unknown channel" in p.stderr and "record 1" in p.stderr
+    bad.write_text("{not json\n")
+    p = subprocess.run(
+        ["node", str(VBOARD_JS), "--sensors", str(bad)], capture_output=True, text=True, timeout=30
+    )
+    assert p.returncode == 2
+    assert "bad.jsonl:1: not JSON" in p.stderr
+
+
+def test_feed_rejects_bad_records(vb):
+    with pytest.raises(ValueError, match="bad value"):
+        vb.feed([{"kind": "sensor", "t_us": 1, "ch": "lid", "v": 2}])
+    with pytest.raises(FileNotFoundError):
+        vb.feed(ROOT / "no-such-trace.jsonl")
+    assert vb.feed([{"kind": "note", "t_us": 1}]) == 0  # other kinds are ignored
+
+
+def test_stop_leaves_no_process():
+    board = VirtualBoard().start()
+    proc = board._proc
+    board.stop()
+    assert proc is not None and proc.poll() is not None
+    with pytest.raises(VirtualBoardError):
+        board.power_cut()
