@@ -1,3 +1,4 @@
+# ruff: noqa: UP031  (MicroPython source: %-formatting kept)
 # Sample board program for the virtual board tests (not the table firmware): a hard IRQ on
 # the ball sensor stamps edges into a preallocated buffer; the main loop latches and reads
 # the 74HC165 pocket chain over SPI and reports on the UART, one line per event:
