@@ -26,7 +26,6 @@ IDLE = "idle"  # no run: levels set by SET or RESET
 ARMED = "armed"  # GO received, waiting for the start instant
 RUNNING = "running"
 DONE = "done"  # all events of the schedule (END count) played
-UNDERRUN = "underrun"  # ran out of events before END: the host did not keep up
 STOPPED = "stopped"
 
 # Lateness histogram bucket limits (us): <=10, <=50, <=100, <=500, <=1000, more.
@@ -156,6 +155,8 @@ class Generator:
         self.hist = [0] * (len(BUCKETS) + 1)
         self.late_max = 0
         self.late_sum = 0
+        self.starved = 0  # times the schedule ran dry before END (the host fell behind)
+        self._empty = False
         self._write(0)
 
     # --- playing ---
@@ -167,11 +168,15 @@ class Generator:
         if self.state != RUNNING:
             return None
         if self.sched.queued():
+            self._empty = False
             return self._add(self._due, self.sched.peek_dt())
         if self.played == self.total:
             self.state = DONE
-        else:
-            self.state = UNDERRUN  # the instant of the next event has been lost: stop
+        elif not self._empty:
+            # Ran dry before END: the host is behind. Keep running; what comes next is
+            # played as soon as it arrives, its lateness recorded, and the episode counted.
+            self._empty = True
+            self.starved += 1
         return None
 
     def fire(self):
@@ -246,7 +251,7 @@ class Generator:
             self.state = IDLE
             self.total = -1
             self.played = 0
-            self.late_max = self.late_sum = 0
+            self.late_max = self.late_sum = self.starved = 0
             for i in range(len(self.hist)):
                 self.hist[i] = 0
             self._set(0)
@@ -261,6 +266,8 @@ class Generator:
             self._set(self._levels(args[0]))
             return "OK"
         if cmd == "ADD":
+            if self.state in (DONE, STOPPED):
+                raise LineError(self.state)
             idx = uint(args[0])
             if idx != s.added:
                 return "ERR,index,next=%d" % s.added
@@ -294,6 +301,7 @@ class Generator:
                 raise LineError("lead")
             if self.state != IDLE:
                 raise LineError("busy")
+            self.played = 0
             self._due = self._add(self._ticks(), lead)
             self.state = ARMED
             return "OK"
@@ -313,7 +321,7 @@ class Generator:
         # Calling next_due() settles DONE / UNDERRUN first, so the state reported is current.
         self.next_due()
         return (
-            "OK,state=%s,played=%d,total=%d,queued=%d,free=%d,lv=%x,late_max=%d,late_sum=%d,hist=%s"
+            "OK,state=%s,played=%d,total=%d,queued=%d,free=%d,lv=%x,late_max=%d,late_sum=%d,starved=%d,hist=%s"
             % (
                 self.state,
                 self.played,
@@ -323,6 +331,7 @@ class Generator:
                 self.levels,
                 self.late_max,
                 self.late_sum,
+                self.starved,
                 ";".join(str(h) for h in self.hist),
             )
         )

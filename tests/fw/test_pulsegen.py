@@ -171,13 +171,23 @@ def test_wrap_around_of_the_tick_clock():
     assert gen.state == "done"
 
 
-def test_underrun_when_the_host_does_not_keep_up():
-    gen, _clock, _ = make()
+def test_a_starved_schedule_goes_on_late_and_is_counted():
+    gen, clock, writes = make()
     reply(gen, 1, "ADD,0,10.1")
     reply(gen, 2, "GO,0")
+    gen.service(10)
+    assert gen.state == "running" and gen.played == 1
+    assert gen.service(10) == -1  # nothing queued: the host is behind
+    clock.t += 500
+    reply(gen, 3, "ADD,1,10.0")  # due 10 us after the first event: played late
+    reply(gen, 4, "END,2")
     while gen.service(10) != -1:
         pass
-    assert fields(reply(gen, 3, "STAT"))["state"] == "underrun"
+    f = fields(reply(gen, 5, "STAT"))
+    assert f["state"] == "done" and f["starved"] == "1"
+    assert int(f["late_max"]) >= 490
+    assert writes[-1][1] == 0
+    assert reply(gen, 6, "ADD,2,1.1") == ["ERR", "done"]
 
 
 def test_streaming_beyond_the_capacity():

@@ -69,6 +69,16 @@ def initial_levels(edges: Iterable[Edge], lines: Iterable[str] = ALL_LINES) -> d
     return init
 
 
+def state_at(edges: list[Edge], t_us: int) -> dict[str, int]:
+    """Logical level of every line just before t_us (the initial levels for t_us = 0)."""
+    state = initial_levels(edges)
+    for e in edges:
+        if e.t_us >= t_us:
+            break
+        state[e.line] = e.v
+    return state
+
+
 def split(edges: Iterable[Edge], lines: set[str] | frozenset[str]) -> tuple[list[Edge], list[Edge]]:
     """(edges on `lines`, the others), order kept."""
     inside: list[Edge] = []

@@ -1,8 +1,8 @@
 """The board's frame line, read while the rig plays: every line kept with its receive time.
 
 A reader thread does nothing but `readline()` and time-stamp, so a frame's receive time is
-not held up by the player (which has its own thread). Times are milliseconds on the rig's
-clock from the trace's t = 0 (the player's t0), so they compare directly with the truth.
+not held up by the player (which has its own thread). Arrival times are on the player's
+clock (time.perf_counter): `rx_ms(t0)` gives them from the trace's t = 0, as the truth's.
 """
 
 from __future__ import annotations
@@ -25,16 +25,18 @@ def open_port(url: str, baud: int = 115200, timeout: float = 0.05) -> Any:
 
 @dataclass
 class Received:
-    rx_ms: float
+    t: float  # time.perf_counter() when the line's end arrived
     line: bytes
+
+    def rx_ms(self, t0: float) -> float:
+        return (self.t - t0) * 1000
 
 
 @dataclass
 class FrameReader:
-    """Reads lines from a port in a thread. t0: perf_counter seconds of trace t = 0."""
+    """Reads lines from a port in a thread, each with its arrival time."""
 
     port: Any
-    t0: float = 0.0
     lines: list[Received] = field(default_factory=list)
     error: str | None = None
 
@@ -64,7 +66,7 @@ class FrameReader:
                 continue  # timeout in the middle of a line: wait for its end
             line, self._buf = self._buf, b""
             with self._lock:
-                self.lines.append(Received((now - self.t0) * 1000, line.rstrip(b"\r\n")))
+                self.lines.append(Received(now, line.rstrip(b"\r\n")))
 
     def snapshot(self) -> list[Received]:
         with self._lock:
@@ -75,8 +77,6 @@ class FrameReader:
         if self._thread is not None:
             self._thread.join(timeout=2)
         if self._buf:
-            self.lines.append(
-                Received((time.perf_counter() - self.t0) * 1000, self._buf.rstrip(b"\r\n"))
-            )
+            self.lines.append(Received(time.perf_counter(), self._buf.rstrip(b"\r\n")))
             self._buf = b""
         return self.snapshot()

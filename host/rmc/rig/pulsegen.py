@@ -43,6 +43,7 @@ class Stat:
     levels: int
     late_max_us: int
     late_mean_us: float
+    starved: int  # times the generator ran dry before END: the host fell behind
     hist: tuple[int, ...]  # lateness buckets: <=10, <=50, <=100, <=500, <=1000, more (us)
 
 
@@ -107,6 +108,7 @@ class PulseGen:
         self._events: list[tuple[int, int]] = []
         self._sent = 0
         self._ended = False
+        self._free: int | None = None  # the generator's free slots, as last reported
         self.round_trips: list[float] = []  # seconds per request, for the sync estimate
 
     # --- requests ---
@@ -148,7 +150,7 @@ class PulseGen:
 
     def reset(self) -> None:
         self.request("RESET")
-        self._events, self._sent, self._ended = [], 0, False
+        self._events, self._sent, self._ended, self._free = [], 0, False, None
 
     def set_levels(self, levels: int) -> None:
         self.request("SET", f"{levels:x}")
@@ -170,6 +172,7 @@ class PulseGen:
                 int(f["lv"], 16),
                 int(f["late_max"]),
                 int(f["late_sum"]) / played if played else 0.0,
+                int(f["starved"]),
                 hist,
             )
         except (KeyError, ValueError):
@@ -192,7 +195,7 @@ class PulseGen:
             pass
         return len(self._events)
 
-    def pump(self, free: int | None = None) -> bool:
+    def pump(self) -> bool:
         """Send the next line of events if the generator has room (or END once all are
         sent). Returns True when a line was sent and more may follow."""
         if self._ended:
@@ -201,11 +204,14 @@ class PulseGen:
             self.request("END", self._sent)
             self._ended = True
             return False
+        if self._free is not None and self._free < min(8, self.pending):
+            self._free = self.stat().free  # it has been playing: ask how much room is left
+            if self._free < min(8, self.pending):
+                return False
         parts: list[str] = []
         size = 30  # ">seq,ADD,idx," and "*crc" with room to spare
-        room = free
         i = self._sent
-        while i < len(self._events) and (room is None or len(parts) < room):
+        while i < len(self._events) and (self._free is None or len(parts) < self._free):
             dt, lv = self._events[i]
             item = f"{dt}.{lv:x}"
             if size + len(item) + 1 > MAX_LINE:
@@ -213,15 +219,15 @@ class PulseGen:
             parts.append(item)
             size += len(item) + 1
             i += 1
-        if not parts:
-            return False
         try:
             f = self.request("ADD", self._sent, *parts)
         except PulseGenError as e:
-            if "full" in str(e):
-                return False  # no room yet: the caller tries again later
+            if ": full,free=" in str(e):
+                self._free = int(str(e).rsplit("=", 1)[1])
+                return False
             raise
         self._sent = int(f.get("next", i))
+        self._free = int(f.get("free", 0))
         return True
 
     @property
@@ -237,3 +243,37 @@ class PulseGen:
         t1 = time.perf_counter()
         # The GO line arrived somewhere between sending and the answer: take the middle.
         return (t0 + t1) / 2 + lead_us / 1e6
+
+
+class PulseGenOutput:
+    """The generator's lines as a plain Output (static levels, by SET): for the self-test and
+    for the levels before a run. The timed schedule goes through PulseGen.load/go."""
+
+    def __init__(self, gen: PulseGen, initial: int = 0) -> None:
+        self.gen = gen
+        info = gen.info or gen.hello()
+        self._bit = {n: i for i, n in enumerate(info.lines)}
+        self.channels = frozenset(info.lines)
+        self._lv = initial
+        self._dirty = True
+
+    def write(self, line: str, level: int) -> None:
+        if line not in self._bit:
+            raise RigError(f"line {line} is not on the pulse generator")
+        if level not in (0, 1):
+            raise ValueError(f"level of {line} must be 0 or 1, got {level!r}")
+        b = 1 << self._bit[line]
+        self._lv = self._lv | b if level else self._lv & ~b
+        self._dirty = True
+
+    @property
+    def levels(self) -> int:
+        return self._lv
+
+    def flush(self) -> None:
+        if self._dirty:
+            self.gen.set_levels(self._lv)
+            self._dirty = False
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,183 @@
+"""A whole rig run: play a trace into the board, record its frames, compare with the truth.
+
+    rig = Rig(routes, levels, pulsegen=gen)        # backends opened by the caller
+    result = rig.run(trace, frame_port, record="build/rig/run.jsonl")
+    result.comparison.ok
+
+Lines on the pulse generator (when one is given) are played by it from its own clock; the
+others by the player. Frames are read throughout and kept with their arrival times.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rmc.rig import edges as edgemod
+from rmc.rig.backends import Output, RigError
+from rmc.rig.compare import Comparison, Tolerances, compare
+from rmc.rig.link import FrameReader
+from rmc.rig.pins import Levels
+from rmc.rig.player import Clock, Player, PlayStats
+from rmc.rig.pulsegen import PulseGen, Stat
+from rmc.trace import Trace, TraceWriter, make_header
+
+GO_LEAD_US = 200_000  # the generator starts this long after GO: room to start the player
+
+
+@dataclass
+class RunResult:
+    play: PlayStats
+    comparison: Comparison
+    lines: list[tuple[float, bytes]]  # (rx_ms from trace t = 0, frame line)
+    pulsegen: Stat | None = None
+    sync_uncertainty_ms: float = 0.0  # generator start vs host clock, half a round trip
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rig:
+    routes: dict[str, Output]  # line -> backend, for the lines the host plays
+    levels: Levels
+    pulsegen: PulseGen | None = None
+    clock: Clock = field(default_factory=Clock)
+    tolerances: Tolerances = field(default_factory=Tolerances)
+    tail_s: float = 3.0  # keep reading frames this long after the last edge
+
+    def run(
+        self,
+        trace: Trace,
+        frame_port: Any,
+        record: Path | str | None = None,
+        start_us: int = 0,
+        end_us: int | None = None,
+        key: bytes | None = None,
+    ) -> RunResult:
+        all_edges = edgemod.from_trace(trace)
+        initial = edgemod.state_at(all_edges, start_us)
+        edges = edgemod.window(all_edges, start_us, end_us)
+        gen_lines: frozenset[str] = frozenset()
+        if self.pulsegen is not None:
+            info = self.pulsegen.info or self.pulsegen.hello()
+            gen_lines = frozenset(info.lines)
+        gen_edges, host_edges = edgemod.split(edges, gen_lines)
+        player = Player(self.routes, self.levels, self.clock)
+        player.check(host_edges)
+        player.set_initial({k: v for k, v in initial.items() if k in self.routes})
+        reader = FrameReader(frame_port).start()
+        gen_stat: Stat | None = None
+        sync = 0.0
+        try:
+            last_pump = [0.0]
+            idle = None
+            if self.pulsegen is not None:
+                gen = self.pulsegen
+                lv0 = 0
+                for i, ln in enumerate(gen.info.lines if gen.info else ()):
+                    lv0 |= self.levels.level(ln, initial.get(ln, 0)) << i
+                electrical = [
+                    edgemod.Edge(e.t_us, e.line, self.levels.level(e.line, e.v)) for e in gen_edges
+                ]
+                gen.load(electrical, lv0)
+                rtt0 = len(gen.round_trips)
+                t0 = gen.go(GO_LEAD_US)
+                sync = gen.round_trips[rtt0] * 500 if len(gen.round_trips) > rtt0 else 0.0
+
+                def idle(left: float) -> None:
+                    # Top the generator up, at most every 20 ms, when there is time for it.
+                    now = time.perf_counter()
+                    if left > 0.005 and now - last_pump[0] > 0.02 and gen.pending:
+                        gen.pump()
+                        last_pump[0] = now
+            else:
+                t0 = self.clock.now() + 0.05
+            stats = player.play(host_edges, t0=t0, idle=idle)
+            end_t = t0 + (edges[-1].t_us / 1e6 if edges else 0.0)
+            if self.pulsegen is not None:
+                while self.pulsegen.pending and time.perf_counter() < end_t + 1:
+                    self.pulsegen.pump()
+                    time.sleep(0.005)
+            while time.perf_counter() < end_t:
+                time.sleep(0.01)
+            if self.pulsegen is not None:
+                gen_stat = self.pulsegen.stat()
+            time.sleep(self.tail_s)
+        finally:
+            received = reader.stop()
+        lines = [(r.rx_ms(t0), r.line) for r in received]
+        cmp = compare(_shift(trace.records, start_us, end_us), lines, self.tolerances, key=key)
+        result = RunResult(stats, cmp, lines, gen_stat, sync)
+        if reader.error:
+            result.notes.append(reader.error)
+        if gen_stat is not None and gen_stat.state != "done":
+            result.notes.append(f"pulse generator ended {gen_stat.state}")
+            cmp.problems.append(f"pulse generator ended {gen_stat.state}, not done")
+        if record is not None:
+            write_record(record, trace, lines, result, start_us, end_us)
+        return result
+
+
+def _shift(records: list[dict[str, Any]], start_us: int, end_us: int | None) -> list[dict]:
+    out = []
+    for r in records:
+        t = r.get("t_us")
+        if isinstance(t, int):
+            if t < start_us or (end_us is not None and t >= end_us):
+                continue
+            r = {**r, "t_us": t - start_us}
+        out.append(r)
+    return out
+
+
+def write_record(
+    path: Path | str,
+    trace: Trace,
+    lines: list[tuple[float, bytes]],
+    result: RunResult,
+    start_us: int = 0,
+    end_us: int | None = None,
+) -> None:
+    """The run as a trace: what was played (sensor, power, truth) and the frames received."""
+    header = make_header(
+        trace.header.get("table", "rig"),
+        "rig",
+        trace.header.get("firmware"),
+        trace.header.get("wheel"),
+        played_from=trace.header.get("source"),
+        seed=trace.header.get("seed"),
+        scenario=trace.header.get("scenario"),
+        window_us=[start_us, end_us],
+        rx_clock="rx_ms: milliseconds from the trace's t_us = 0 on the rig's clock",
+        rig={
+            "lateness": result.play.lateness.summary(),
+            "pulsegen": None if result.pulsegen is None else result.pulsegen.__dict__,
+            "sync_uncertainty_ms": result.sync_uncertainty_ms,
+            "ok": result.comparison.ok,
+        },
+    )
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    merged: list[tuple[float, int, dict[str, Any]]] = []
+    for r in _shift(trace.records, start_us, end_us):
+        if r.get("kind") in ("sensor", "power", "truth"):
+            merged.append((r["t_us"] / 1000, 0, r))
+    for rx, line in lines:
+        merged.append(
+            (rx, 1, {"kind": "frame", "rx_ms": round(rx, 3), "line": line.decode("latin-1")})
+        )
+    merged.sort(key=lambda m: (m[0], m[1]))
+    with TraceWriter(path, header) as w:
+        for _, _, r in merged:
+            w.write(r)
+
+
+def host_routes(outputs: list[Output]) -> dict[str, Output]:
+    """line -> output; RigError when two outputs claim one line."""
+    routes: dict[str, Output] = {}
+    for out in outputs:
+        for ln in out.channels:
+            if ln in routes:
+                raise RigError(f"line {ln} is driven by two backends")
+            routes[ln] = out
+    return routes
