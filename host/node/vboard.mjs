@@ -387,6 +387,13 @@ function onReboot(m) {
   ready = false;
   pendingIn = [...m.pending, ...pendingIn];
   pendingUart = [...m.uart, ...pendingUart];
+  if (m.kind !== "soft") {
+    // A hard reset drops the USB serial link of a Pico: mpremote sees the device go away
+    // instead of waiting forever for the end of its command.
+    if (replClient) replClient.destroy();
+    replClient = null;
+    pendingIn = [];
+  }
   if (m.kind === "power") {
     powerOff();
     return;

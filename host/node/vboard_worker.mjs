@@ -331,6 +331,7 @@ const bridge = {
       const ev = due(target);
       if (ev === -2) continue;
       if (ev >= 0) return ev;
+      if (!waitWall(target)) continue; // Ctrl-C or power cut while sleeping
       setNow(target);
       return -1;
     }

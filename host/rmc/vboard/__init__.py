@@ -23,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -213,8 +214,16 @@ class VirtualBoard:
 
     # --- events ---------------------------------------------------------------------------
 
-    def wait_event(self, name: str | tuple[str, ...], timeout: float = 10.0) -> dict | None:
-        """The next event of that name (older events of other names stay in `events`)."""
+    def wait_event(
+        self,
+        name: str | tuple[str, ...],
+        timeout: float = 10.0,
+        where: Callable[[dict[str, Any]], bool] | None = None,
+    ) -> dict | None:
+        """The next unread event of that name (and matching `where`), or None on timeout.
+
+        Events are read in order; the ones skipped stay in `events` (the full history).
+        """
         names = (name,) if isinstance(name, str) else name
         deadline = time.monotonic() + timeout
         while True:
@@ -227,8 +236,18 @@ class VirtualBoard:
                 return None
             if ev is None:
                 return None  # the process ended
-            if ev.get("event") in names:
+            if ev.get("event") in names and (where is None or where(ev)):
                 return ev
+
+    def skip_events(self) -> None:
+        """Forget the unread events: the next wait_event() sees only what happens from now."""
+        while True:
+            try:
+                if self._queue.get_nowait() is None:
+                    self._queue.put(None)
+                    return
+            except queue.Empty:
+                return
 
     def _read_events(self) -> None:
         proc = self._proc

@@ -1,0 +1,279 @@
+"""The virtual board's simulated machine: sensor schedule, IRQs, SPI chain, UART, clock, resets."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import time
+from pathlib import Path
+
+import pytest
+
+from rmc import ROOT
+from rmc.vboard import VirtualBoard
+
+SAMPLES = Path(__file__).parent / "vboard_samples"
+PINS = ROOT / "hardware" / "pico_pins.json"
+
+
+def sensor(t_us: int, ch: str, v: int) -> dict:
+    return {"kind": "sensor", "t_us": t_us, "ch": ch, "v": v}
+
+
+def read_until(sock: socket.socket, marker: bytes, timeout: float = 20.0) -> bytes:
+    sock.settimeout(timeout)
+    data = b""
+    deadline = time.monotonic() + timeout
+    while marker not in data:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {marker!r} on the UART; got {data!r}")
+        chunk = sock.recv(4096)
+        if not chunk:
+            raise AssertionError(f"UART closed; got {data!r}")
+        data += chunk
+    return data
+
+
+@pytest.fixture(scope="module")
+def vb():
+    with VirtualBoard() as board:
+        board.mpremote("cp", str(PINS), ":pins.json")
+        yield board
+
+
+def exec_out(vb: VirtualBoard, code: str, timeout: float = 60) -> str:
+    p = vb.mpremote("exec", code, timeout=timeout, check=False)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def test_schedule_drives_irq_spi_chain_and_uart(vb):
+    trace = [
+        sensor(100_000, "ball_a", 1),
+        sensor(100_500, "ball_a", 0),
+        sensor(250_000, "ball_a", 1),
+        sensor(250_500, "ball_a", 0),
+        sensor(500_000, "pocket:12", 1),
+        sensor(700_000, "pocket:12", 0),
+        sensor(720_000, "pocket:38", 1),
+        sensor(800_000, "lid", 1),  # locked: the lid input reads its locked_level, 0
+    ]
+    uart = socket.create_connection(("127.0.0.1", vb.uart_port))
+    try:
+        assert vb.feed(trace) == len(trace)
+        p = vb.mpremote("run", str(SAMPLES / "sensors_to_uart.py"), check=False)
+        assert p.returncode == 0, p.stdout + p.stderr
+        data = read_until(uart, b"END")
+        data += read_until(uart, b"\n", timeout=5) if not data.endswith(b"\n") else b""
+    finally:
+        uart.close()
+    lines = data.decode().splitlines()
+    assert lines[:-1] == ["L 1", "B 100", "B 250", "P 12 1", "P 12 0", "P 38 1", "L 0"]
+    assert lines[-1].startswith("END ") and 1000 <= int(lines[-1].split()[1]) <= 1002
+
+
+def test_host_bytes_arrive_in_uart_read(vb):
+    uart = socket.create_connection(("127.0.0.1", vb.uart_port))
+    try:
+        time.sleep(0.2)
+        uart.sendall(b"ping\n")
+        time.sleep(0.3)
+        out = exec_out(
+            vb,
+            "import machine, time\n"
+            "u = machine.UART(0, baudrate=115200)\n"
+            "buf = bytearray(16)\n"
+            "n = u.readinto(buf)\n"
+            "print(n, bytes(buf[:n]))\n"
+            "u.write(b'pong:' + bytes(buf[:n]))\n",
+        )
+        assert out.strip() == "5 b'ping\\n'"
+        assert read_until(uart, b"pong:ping\n", timeout=5).endswith(b"pong:ping\n")
+    finally:
+        uart.close()
+
+
+def test_virtual_clock_runs_faster_than_real_time(vb):
+    t = time.monotonic()
+    out = exec_out(
+        vb,
+        "import time\n"
+        "t0 = time.ticks_ms(); s0 = time.time()\n"
+        "time.sleep(120)\n"
+        "print(time.ticks_diff(time.ticks_ms(), t0), time.time() - s0)\n",
+    )
+    wall = time.monotonic() - t
+    ms, secs = (int(x) for x in out.split())
+    assert 120_000 <= ms <= 120_002
+    assert secs in (120, 121)
+    assert wall < 10, f"120 virtual seconds took {wall:.1f} s"
+
+
+def test_busy_wait_on_ticks_ends(vb):
+    out = exec_out(
+        vb,
+        "import time\n"
+        "t = time.ticks_us()\n"
+        "while time.ticks_diff(time.ticks_us(), t) < 5000: pass\n"
+        "print('done')\n",
+    )
+    assert out.strip() == "done"
+
+
+def test_real_time_speed():
+    with VirtualBoard(speed=1.0) as board:
+        t = time.monotonic()
+        board.mpremote("exec", "pass")
+        base = time.monotonic() - t
+        t = time.monotonic()
+        board.mpremote("exec", "import time; time.sleep_ms(1500)")
+        slept = time.monotonic() - t - base
+    assert 1.3 <= slept <= 4.0, f"1.5 s at real-time speed took {slept:.2f} s more"
+
+
+def test_hard_irq_that_allocates_is_caught(vb):
+    vb.skip_events()
+    vb.feed([sensor(10_000, "ball_a", 1), sensor(10_100, "ball_a", 0)])
+    p = vb.mpremote("run", str(SAMPLES / "alloc_in_irq.py"), check=False)
+    out = p.stdout + p.stderr
+    assert "Uncaught exception in IRQ callback handler" in out
+    assert "MemoryError" in out
+    assert "hits 0 irq_errors 1" in out
+    assert vb.wait_event("irq_error", timeout=5) is not None
+
+
+def test_soft_irq_may_allocate_and_timer_fires(vb):
+    vb.feed([sensor(10_000 * i, "ball_b", i % 2) for i in range(1, 21)])
+    out = exec_out(
+        vb,
+        "import machine, time\n"
+        "seen = []\n"
+        "p = machine.Pin(11, machine.Pin.IN, machine.Pin.PULL_DOWN)\n"
+        "p.irq(lambda pin: seen.append(pin.value()), trigger=machine.Pin.IRQ_RISING)\n"
+        "ticks = []\n"
+        "t = machine.Timer(period=10, callback=lambda t: ticks.append(1))\n"
+        "time.sleep_ms(205)\n"
+        "t.deinit()\n"
+        "print(len(seen), set(seen), len(ticks))\n",
+    )
+    assert out.split() == ["10", "{1}", "20"]
+
+
+def test_watchdog_reset_and_reset_cause(vb):
+    vb.skip_events()
+    p = vb.mpremote(
+        "exec",
+        "import machine, time\nw = machine.WDT(timeout=100)\nfor i in range(3):\n"
+        "    time.sleep_ms(50); w.feed()\ntime.sleep_ms(500)\nprint('not reset')\n",
+        timeout=30,
+        check=False,
+    )
+    assert "not reset" not in p.stdout
+    ev = vb.wait_event("reset", timeout=10, where=lambda e: e["kind"] != "soft")
+    assert ev is not None and ev["kind"] == "wdt"
+    assert exec_out(vb, "import machine; print(machine.reset_cause())").strip() == "3"
+    vb.mpremote("exec", "import machine; machine.reset()", check=False, timeout=30)
+    assert exec_out(vb, "import machine; print(machine.reset_cause() == machine.WDT_RESET)") == (
+        "True\n"
+    )
+
+
+def test_pin_map_and_machine_api(vb):
+    vb.feed([sensor(0, "lid", 0), sensor(0, "incident", 0), sensor(0, "ball_a", 0)])
+    out = exec_out(
+        vb,
+        "import machine, json\n"
+        "P = machine.Pin\n"
+        "lid = P(14, P.IN, P.PULL_UP); inc = P(15, P.IN, P.PULL_UP); b = P(10, P.IN, None)\n"
+        "led = P('LED', P.OUT, value=1)\n"
+        "print(lid.value(), inc.value(), b.value(), led.value(), len(machine.unique_id()))\n"
+        "for bad in (30, 'GP99', 'XYZ'):\n"
+        "    try:\n"
+        "        P(bad)\n"
+        "    except ValueError as e:\n"
+        "        print('E')\n"
+        "try:\n"
+        "    machine.WDT(timeout=9000)\n"
+        "except ValueError:\n"
+        "    print('E')\n",
+    )
+    assert out.split() == ["1", "1", "0", "1", "8", "E", "E", "E", "E"]
+
+
+def test_power_cut_keeps_flash_and_runs_main_on_power_up(tmp_path):
+    flash = tmp_path / "flash"
+    flash.mkdir()
+    (flash / "main.py").write_text(
+        "try:\n    n = int(open('boots.txt').read())\nexcept OSError:\n    n = 0\n"
+        "open('boots.txt', 'w').write(str(n + 1))\n"
+    )
+    with VirtualBoard(flash=flash) as board:
+        assert board.wait_event("boot", timeout=10) is not None
+        time.sleep(0.3)
+        p = board.mpremote("exec", "print(open('boots.txt').read())")
+        assert p.stdout.strip() == "1"
+        board.feed(
+            [
+                {"kind": "power", "t_us": 1000, "event": "cut"},
+                {"kind": "power", "t_us": 50_000, "event": "restore"},
+            ]
+        )
+        board.mpremote("exec", "import time; time.sleep(1)", check=False, timeout=30)
+        off = board.wait_event("power", timeout=10)
+        on = board.wait_event("power", timeout=10)
+        assert off is not None and off["state"] == "off"
+        assert on is not None and on["state"] == "on"
+        assert on["t_us"] - off["t_us"] >= 49_000
+        time.sleep(0.3)
+        p = board.mpremote(
+            "exec", "import machine; print(open('boots.txt').read(), machine.reset_cause())"
+        )
+        assert p.stdout.split() == ["2", "1"]
+    assert (flash / "boots.txt").read_text() == "2"
+    # Power cycle: a new run on the same flash image boots again from it.
+    with VirtualBoard(flash=flash) as board:
+        time.sleep(0.3)
+        p = board.mpremote("exec", "print(open('boots.txt').read())")
+        assert p.stdout.strip() == "3"
+
+
+def test_power_cut_on_command_and_restore(tmp_path):
+    with VirtualBoard() as board:
+        board.mpremote("exec", "open('x.txt', 'w').write('before')")
+        board.power_cut()
+        ev = board.wait_event("power", timeout=10)
+        assert ev is not None and ev["state"] == "off"
+        board.power_restore()
+        ev = board.wait_event("power", timeout=10)
+        assert ev is not None and ev["state"] == "on"
+        p = board.mpremote("exec", "print(open('x.txt').read())")
+        assert p.stdout.strip() == "before"
+
+
+def test_team_firmware_boots_on_the_virtual_machine(tmp_path):
+    """firmware/board_pico.py on the simulated machine: it boots and sends its BOOT frame."""
+    flash = tmp_path / "flash"
+    shutil.copytree(
+        ROOT / "firmware",
+        flash,
+        ignore=shutil.ignore_patterns("__pycache__", "main.py", "pulsegen", "*.md"),
+    )
+    shutil.copy(PINS, flash / "pins.json")
+    shutil.copy(ROOT / "hardware" / "wheel.json", flash / "wheel.json")
+    json.loads((flash / "pins.json").read_text())
+    with VirtualBoard(flash=flash) as board:
+        uart = socket.create_connection(("127.0.0.1", board.uart_port))
+        try:
+            time.sleep(0.2)
+            p = board.mpremote(
+                "exec",
+                "import time, board_pico\nb = board_pico.Board()\n"
+                "for i in range(500):\n    b.step(); time.sleep_ms(1)\nprint('stepped')\n",
+                check=False,
+                timeout=120,
+            )
+            assert p.stdout.strip().endswith("stepped"), p.stdout + p.stderr
+            assert b",BOOT," in read_until(uart, b",BOOT,", timeout=10)
+        finally:
+            uart.close()
