@@ -15,6 +15,7 @@ from rmc.vboard import VirtualBoard
 
 SAMPLES = Path(__file__).parent / "vboard_samples"
 PINS = ROOT / "hardware" / "pico_pins.json"
+EDGE_CHS = ("ball_a", "ball_b", "rotor_a", "rotor_b")
 
 
 def sensor(t_us: int, ch: str, v: int) -> dict:
@@ -68,6 +69,7 @@ def test_schedule_drives_irq_spi_chain_and_uart(vb):
         data += read_until(uart, b"\n", timeout=5) if not data.endswith(b"\n") else b""
     finally:
         uart.close()
+    assert "Uncaught exception" not in p.stdout
     lines = data.decode().splitlines()
     assert lines[:-1] == ["L 1", "B 100", "B 250", "P 12 1", "P 12 0", "P 38 1", "L 0"]
     assert lines[-1].startswith("END ") and 1000 <= int(lines[-1].split()[1]) <= 1002
@@ -266,6 +268,10 @@ def test_team_firmware_boots_on_the_virtual_machine(tmp_path):
         uart = socket.create_connection(("127.0.0.1", board.uart_port))
         try:
             time.sleep(0.2)
+            # edges on every hard-IRQ input: its handlers must run without allocating
+            board.feed(
+                [sensor(10_000 + 20_000 * i, ch, i % 2) for i in range(1, 20) for ch in EDGE_CHS]
+            )
             p = board.mpremote(
                 "exec",
                 "import time, board_pico\nb = board_pico.Board()\n"
@@ -275,5 +281,7 @@ def test_team_firmware_boots_on_the_virtual_machine(tmp_path):
             )
             assert p.stdout.strip().endswith("stepped"), p.stdout + p.stderr
             assert b",BOOT," in read_until(uart, b",BOOT,", timeout=10)
+            assert "Uncaught exception" not in p.stdout
+            assert not [e for e in board.events if e.get("event") == "irq_error"]
         finally:
             uart.close()

@@ -15,6 +15,32 @@ import micropython
 import uctypes
 
 _CFG = json.loads(_hw.config())
+# Bridge functions bound once: each attribute lookup on the JS module would allocate a new
+# proxy object, which a hard IRQ handler (heap locked) cannot afford.
+_hw_epoch_frac_us = _hw.epoch_frac_us
+_hw_epoch_s = _hw.epoch_s
+_hw_irq_error = _hw.irq_error
+_hw_mask = _hw.mask
+_hw_pin_cfg = _hw.pin_cfg
+_hw_pin_get = _hw.pin_get
+_hw_pin_irq = _hw.pin_irq
+_hw_pin_set = _hw.pin_set
+_hw_poll = _hw.poll
+_hw_reset = _hw.reset
+_hw_reset_cause = _hw.reset_cause
+_hw_soft_reset = _hw.soft_reset
+_hw_spi_byte = _hw.spi_byte
+_hw_ticks_ms = _hw.ticks_ms
+_hw_ticks_us = _hw.ticks_us
+_hw_timer_start = _hw.timer_start
+_hw_timer_stop = _hw.timer_stop
+_hw_uart_any = _hw.uart_any
+_hw_uart_readinto = _hw.uart_readinto
+_hw_uart_write = _hw.uart_write
+_hw_until = _hw.until
+_hw_wait = _hw.wait
+_hw_wdt_feed = _hw.wdt_feed
+_hw_wdt_start = _hw.wdt_start
 
 PWRON_RESET = 1
 HARD_RESET = 2
@@ -61,7 +87,7 @@ def _irq_failed(handler, arg, e):
         arg.irq(None)
     elif isinstance(arg, Timer):
         arg.deinit()
-    _hw.irq_error(repr(e))
+    _hw_irq_error(repr(e))
 
 
 def _dispatch(ev):
@@ -84,7 +110,7 @@ def _drain():
     if _state[0] or _state[1]:
         return
     while True:
-        ev = _hw.poll()
+        ev = _hw_poll()
         if ev == -1:
             return
         _dispatch(ev)
@@ -94,16 +120,16 @@ def _sleep_us(us):
     if us <= 0:
         _drain()
         return
-    _hw.wait(us if us < 0x20000000 else float(us))
+    _hw_wait(us if us < 0x20000000 else float(us))
     if _state[0]:
         # a handler that sleeps: time passes, edges wait for it to return
-        _hw.mask(1)
-        while _hw.until() != -1:
+        _hw_mask(1)
+        while _hw_until() != -1:
             pass
-        _hw.mask(1 if _state[1] else 0)
+        _hw_mask(1 if _state[1] else 0)
         return
     while True:
-        ev = _hw.until()
+        ev = _hw_until()
         if ev == -1:
             return
         if ev == -2:
@@ -119,13 +145,13 @@ def _sleep_us(us):
 def ticks_us():
     if not _state[0]:
         _drain()
-    return _hw.ticks_us()
+    return _hw_ticks_us()
 
 
 def ticks_ms():
     if not _state[0]:
         _drain()
-    return _hw.ticks_ms()
+    return _hw_ticks_ms()
 
 
 def sleep_us(us):
@@ -141,11 +167,11 @@ def sleep(s):
 
 
 def time():
-    return _hw.epoch_s()
+    return _hw_epoch_s()
 
 
 def time_ns():
-    return _hw.epoch_s() * 1000000000 + _hw.epoch_frac_us() * 1000
+    return _hw_epoch_s() * 1000000000 + _hw_epoch_frac_us() * 1000
 
 
 # --- machine API ------------------------------------------------------------------------
@@ -209,31 +235,31 @@ class Pin:
                 raise ValueError("invalid pull %r" % (pull,))
             self._pull = pull or 0
         if value is not None:
-            _hw.pin_set(self._id, 1 if value else 0)
-        _hw.pin_cfg(self._id, self._mode, self._pull)
+            _hw_pin_set(self._id, 1 if value else 0)
+        _hw_pin_cfg(self._id, self._mode, self._pull)
 
     def value(self, v=None):
         if v is None:
             if not _state[0]:
                 _drain()
-            return _hw.pin_get(self._id)
-        _hw.pin_set(self._id, 1 if v else 0)
+            return _hw_pin_get(self._id)
+        _hw_pin_set(self._id, 1 if v else 0)
         return None
 
     def __call__(self, v=None):
         return self.value(v)
 
     def on(self):
-        _hw.pin_set(self._id, 1)
+        _hw_pin_set(self._id, 1)
 
     def off(self):
-        _hw.pin_set(self._id, 0)
+        _hw_pin_set(self._id, 0)
 
     high = on
     low = off
 
     def toggle(self):
-        _hw.pin_set(self._id, 1 - _hw.pin_get(self._id))
+        _hw_pin_set(self._id, 1 - _hw_pin_get(self._id))
 
     def mode(self, mode=None):
         if mode is None:
@@ -257,7 +283,7 @@ class Pin:
         _hard[p] = bool(hard)
         _pinobj[p] = self if handler is not None else None
         self._trigger = trigger if handler is not None else 0
-        _hw.pin_irq(p, self._trigger)
+        _hw_pin_irq(p, self._trigger)
         return _PinIRQ(self)
 
     def __repr__(self):
@@ -308,7 +334,7 @@ class SPI:
 
     def readinto(self, buf, write=0):
         for i in range(len(buf)):
-            buf[i] = _hw.spi_byte(self._id)
+            buf[i] = _hw_spi_byte(self._id)
 
     def read(self, nbytes, write=0):
         buf = bytearray(nbytes)
@@ -353,20 +379,20 @@ class UART:
         pass
 
     def any(self):
-        return _hw.uart_any(self._id)
+        return _hw_uart_any(self._id)
 
     def write(self, buf):
         if isinstance(buf, str):
             buf = buf.encode()
         n = len(buf)
         if n:
-            _hw.uart_write(self._id, uctypes.addressof(buf), n)
+            _hw_uart_write(self._id, uctypes.addressof(buf), n)
         return n
 
     def _wait(self):
         # timeout (ms) on the virtual clock: data from the host arrives on the wall clock
         waited = 0
-        while not _hw.uart_any(self._id) and waited < self._timeout:
+        while not _hw_uart_any(self._id) and waited < self._timeout:
             _sleep_us(1000)
             waited += 1
 
@@ -375,24 +401,24 @@ class UART:
             nbytes = len(buf)
         if self._timeout:
             self._wait()
-        n = _hw.uart_readinto(self._id, uctypes.addressof(buf), nbytes) if nbytes else 0
+        n = _hw_uart_readinto(self._id, uctypes.addressof(buf), nbytes) if nbytes else 0
         return n or None
 
     def read(self, nbytes=-1):
         if self._timeout:
             self._wait()
-        avail = _hw.uart_any(self._id)
+        avail = _hw_uart_any(self._id)
         if nbytes < 0 or nbytes > avail:
             nbytes = avail
         if not nbytes:
             return None
         buf = bytearray(nbytes)
-        _hw.uart_readinto(self._id, uctypes.addressof(buf), nbytes)
+        _hw_uart_readinto(self._id, uctypes.addressof(buf), nbytes)
         return bytes(buf)
 
     def readline(self):
         out = bytearray()
-        while _hw.uart_any(self._id):
+        while _hw_uart_any(self._id):
             b = self.read(1)
             out += b
             if b == b"\n":
@@ -439,11 +465,11 @@ class Timer:
         self._cb = callback
         self._hard = bool(hard)
         _timers[self._slot] = self
-        _hw.timer_start(self._slot, max(1, us), 1 if mode == Timer.ONE_SHOT else 0)
+        _hw_timer_start(self._slot, max(1, us), 1 if mode == Timer.ONE_SHOT else 0)
 
     def deinit(self):
         if self._slot >= 0:
-            _hw.timer_stop(self._slot)
+            _hw_timer_stop(self._slot)
             _timers[self._slot] = None
             self._slot = -1
 
@@ -452,10 +478,10 @@ class WDT:
     def __init__(self, id=0, timeout=5000):
         if not 1 <= timeout <= 8388:  # the RP2040 watchdog's range, in ms
             raise ValueError("WDT timeout out of range (1..8388 ms)")
-        _hw.wdt_start(timeout * 1000)
+        _hw_wdt_start(timeout * 1000)
 
     def feed(self):
-        _hw.wdt_feed()
+        _hw_wdt_feed()
 
 
 class RTC:
@@ -469,15 +495,15 @@ class RTC:
 
 
 def reset():
-    _hw.reset()
+    _hw_reset()
 
 
 def soft_reset():
-    _hw.soft_reset()
+    _hw_soft_reset()
 
 
 def reset_cause():
-    return _hw.reset_cause()
+    return _hw_reset_cause()
 
 
 def unique_id():
@@ -502,14 +528,14 @@ def lightsleep(ms=None):
 def disable_irq():
     state = _state[1]
     _state[1] = state + 1
-    _hw.mask(1)
+    _hw_mask(1)
     return state
 
 
 def enable_irq(state=0):
     _state[1] = state
     if not state:
-        _hw.mask(0)
+        _hw_mask(0)
         _drain()
 
 
