@@ -8,6 +8,7 @@ from rmcfw import frames, proto
 
 _MAX_RESEND = const(200)  # frames per RESEND answer: the host asks again for the rest
 _TAMP_EVERY_MS = const(1000)  # at most one TAMP frame per second for refused commands
+_MAX_RANGES = const(40)  # ranges in one RESEND's `only`
 RECALL_MIN = const(10)  # games recalled at least (regulators ask for the last 10)
 
 _COMMANDS = (
@@ -133,7 +134,10 @@ class Wire:
         return ok, detail
 
     def _ack(self, cmd, cseq, ok, detail, extra=()):
-        self.emit(
+        # An ACK is an answer, not an event: it is sent with seq 0, outside the numbering and
+        # the journal, so that answering the host never opens new gaps on a bad line. `top`
+        # (the last seq used) lets the host see frames it has missed at the end.
+        line = self.enc.frame(
             proto.T_ACK,
             (
                 proto.K_CMD,
@@ -144,9 +148,14 @@ class Wire:
                 1 if ok else 0,
                 proto.K_DETAIL,
                 detail or "",
+                proto.K_TOP,
+                self.enc.seq,
             )
             + extra,
+            seq=0,
+            ms=self.ms,
         )
+        self.write(line)
 
     def _refuse(self, cmd, cseq, why, line):
         extra = ()
@@ -172,9 +181,12 @@ class Wire:
         last = int(last) if last is not None else None
         if boot < 1 or seq < 1 or (last is not None and last < seq):
             raise ValueError("range")
+        only = f.fields.get(proto.K_ONLY)
+        if only is not None:
+            only = parse_ranges(only)
         n = 0
         mark = proto.RESENT.encode()
-        for line in self.journal.frames(boot, seq, last, _MAX_RESEND):
+        for line in self.journal.frames(boot, seq, last, _MAX_RESEND, only):
             self.write(mark + line)
             n += 1
         return n
@@ -187,6 +199,25 @@ class Wire:
         text = ";".join("%d:%s" % g for g in games)
         self.emit(proto.T_RECALL, ("n", len(games), "games", text))
         return True, ""
+
+
+def parse_ranges(text):
+    """ "3;7-9;12" -> [(3, 3), (7, 9), (12, 12)]: sorted, disjoint; ValueError otherwise."""
+    out = []
+    for part in text.split(";"):
+        a, _, b = part.partition("-")
+        a = int(a)
+        b = int(b) if b else a
+        if a < 1 or b < a or (out and a <= out[-1][1]):
+            raise ValueError("ranges")
+        out.append((a, b))
+    if not out or len(out) > _MAX_RANGES:
+        raise ValueError("ranges")
+    return out
+
+
+def format_ranges(ranges):
+    return ";".join("%d" % a if a == b else "%d-%d" % (a, b) for a, b in ranges)
 
 
 class Commander:

@@ -113,7 +113,8 @@ class Encoder:
     def frame(self, ftype, fields=(), seq=None, ms=0):
         """Frame of type `ftype` with fields (k1, v1, k2, v2, ...): int, str or bytes values.
 
-        Takes the next seq unless `seq` is given (a command's own counter). Raises
+        Takes the next seq unless `seq` is given (a command's own counter, or 0 for an
+        unsequenced frame, which leaves the numbering as it is). Raises
         ValueError, consuming no seq, when the frame would exceed MAX_LINE.
         """
         buf = self._buf

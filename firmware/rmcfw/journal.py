@@ -117,9 +117,13 @@ class Journal:
                 return found
         return None
 
-    def frames(self, boot, seq, last=None, limit=None):
-        """Yield the kept frame lines from (boot, seq) on, in order (up to (boot, last))."""
+    def frames(self, boot, seq, last=None, limit=None, only=None):
+        """Yield the kept frame lines from (boot, seq) on, in order (up to (boot, last)).
+
+        only: sorted list of (first, last) seq ranges of that boot; other frames are skipped
+        (a host asking for scattered missing frames gets just those, in one pass)."""
         start = (boot, seq)
+        k = 0
         segs = self._segs
         n = 0
         for i in range(len(segs)):
@@ -134,6 +138,15 @@ class Journal:
                     continue
                 if last is not None and (key[0] > boot or key[1] > last):
                     return
+                if only is not None:
+                    if key[0] != boot:
+                        return
+                    while k < len(only) and key[1] > only[k][1]:
+                        k += 1
+                    if k >= len(only):
+                        return
+                    if key[1] < only[k][0]:
+                        continue
                 yield line
                 n += 1
                 if limit is not None and n >= limit:

@@ -79,6 +79,11 @@ K_DETAIL = "detail"  # ACK: why refused (A_* below), or what was done
 K_NEXT = "next"  # ACK of a stale command: the lowest command seq now accepted
 K_COUNT = "n"  # ACK of RESEND: frames sent again; TAMP: refusals since the last TAMP
 K_LAST = "last"  # RESEND: last seq wanted (inclusive, optional)
+K_ONLY = "only"  # RESEND: just these seqs of [seq, last], e.g. "3;7-9;12" (optional)
+K_TOP = "top"  # ACK: the last seq used by the firmware in this boot
+
+# seq 0 marks an unsequenced frame (only ACK): not journaled, never resent, not a gap.
+SEQ_NONE = 0
 
 # Why a command is refused (ACK ok=0 detail=...).
 A_AUTH = "auth"  # missing or wrong HMAC tag (also logged as a TAMP frame, what=cmd_auth)

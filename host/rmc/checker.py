@@ -72,6 +72,7 @@ class Report:
     malformed: int = 0
     auth_failures: int = 0
     unverified: int = 0  # tagged frames accepted without a key to check them
+    answers: int = 0  # unsequenced ACK frames (answers to commands)
     duplicates: int = 0
     resent: int = 0  # frames marked "~" accepted (filling a gap)
     out_of_order: int = 0
@@ -113,6 +114,7 @@ class Report:
             "malformed": self.malformed,
             "auth_failures": self.auth_failures,
             "unverified": self.unverified,
+            "answers": self.answers,
             "duplicates": self.duplicates,
             "resent": self.resent,
             "out_of_order": self.out_of_order,
@@ -143,6 +145,7 @@ class Checker:
         self._tagged_seen = False
         self._foreign: list[Frame] = []
         self._conflicts: list[Frame] = []
+        self._tops: dict[int, int] = {}  # per boot, highest `top` of an ACK
         self.counts = Report()
 
     def feed(self, line: bytes, rx_ms: float | None = None) -> Frame | None:
@@ -181,6 +184,17 @@ class Checker:
         elif f.table != self.table:
             self._foreign.append(f)
             return None
+        if f.seq == proto.SEQ_NONE:
+            # An unsequenced answer (ACK): no place in the numbering, but its `top` tells
+            # the last seq the firmware had used, which shows frames missing at the end.
+            if f.type != proto.T_ACK:
+                c.malformed += 1
+                return None
+            c.answers += 1
+            top = f.fields.get(proto.K_TOP, "")
+            if top.isdigit():
+                self._tops[f.boot] = max(self._tops.get(f.boot, 0), int(top))
+            return f
         key = (f.boot, f.seq)
         old = self.frames.get(key)
         if old is not None:
@@ -223,7 +237,8 @@ class Checker:
         by_boot: dict[int, list[int]] = {}
         for boot, seq in frames:
             by_boot.setdefault(boot, []).append(seq)
-        ends: dict[int, int] = {}  # boot -> last seq known to exist (BOOT's prev field)
+        # boot -> last seq known to exist (BOOT's prev field, ACK's top)
+        ends: dict[int, int] = {b: t for b, t in self._tops.items() if b in by_boot}
         for (_boot, seq), f in frames.items():
             if f.type == proto.T_BOOT and seq == 1:
                 prev = f.fields.get(proto.K_PREV, "-")

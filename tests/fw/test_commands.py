@@ -1,5 +1,5 @@
 # Host commands at the firmware's end of the wire: checking, refusal, RESEND, RECALL.
-from fwtest import scratch_dir
+from fwtest import raises, scratch_dir
 
 from rmcfw import frames, proto
 from rmcfw.commands import Commander, Wire
@@ -154,3 +154,28 @@ def test_bad_resend_fields():
     w.feed(host.line(proto.C_RESEND, ("seq", 1), boot=4))
     acks = [f.fields for _, f in sink.frames()]
     assert [(a["ok"], a["detail"]) for a in acks] == [("0", "bad"), ("0", "bad")]
+
+
+def test_resend_only_listed_ranges_and_ack_is_unsequenced():
+    w, sink, _ = _wire()
+    for i in range(20):
+        w.emit(proto.T_REV, ("spin", 1, "n", i + 1, "period_us", 600000))
+    sink.frames()
+    host = Commander("T01")
+    w.feed(host.line(proto.C_RESEND, ("boot", 4, "seq", 3, "last", 15, "only", "3;7-9;15"), boot=4))
+    got = sink.frames()
+    assert [f.seq for r, f in got if r] == [3, 7, 8, 9, 15]
+    ack = got[-1][1]
+    assert ack.type == "ACK" and ack.seq == 0 and ack.fields["n"] == "5"
+    assert ack.fields["top"] == "21"
+    # The ACK took no seq: the next frame follows the last one.
+    assert w.emit(proto.T_LID, ("locked", 1)) == 22
+
+
+def test_parse_ranges():
+    from rmcfw.commands import format_ranges, parse_ranges
+
+    assert parse_ranges("3;7-9;12") == [(3, 3), (7, 9), (12, 12)]
+    assert format_ranges([(3, 3), (7, 9)]) == "3;7-9"
+    for bad in ("", "0", "5-3", "3;3", "7;5", "a", "1-2-3", ";".join(str(i) for i in range(1, 90))):
+        raises(ValueError, parse_ranges, bad)
