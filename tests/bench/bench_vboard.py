@@ -1,0 +1,175 @@
+"""Benchmark of the virtual board: virtual clock speed with dense edges, mpremote latency.
+
+Run by `make bench` (or directly: .venv/bin/python tests/bench/bench_vboard.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from rmc import ROOT
+from rmc.vboard import VirtualBoard
+
+SIM_SECONDS = 60
+
+# A board program shaped like the firmware's loop: hard IRQs stamp edges into preallocated
+# buffers, the main loop latches and reads the pocket chain, drains, and sleeps 1 ms.
+LOOP = f"""
+import array, time, machine
+P = machine.Pin
+buf = array.array('i', [0] * 256)
+n = array.array('i', [0])
+def isr(pin):
+    i = n[0]
+    buf[i & 255] = time.ticks_us()
+    n[0] = i + 1
+for g in (10, 11, 12, 13):
+    P(g, P.IN, P.PULL_DOWN).irq(isr, trigger=P.IRQ_RISING | P.IRQ_FALLING, hard=True)
+latch = P(5, P.OUT, value=1)
+spi = machine.SPI(0, baudrate=1_000_000, sck=P(2), miso=P(4))
+chain = bytearray(5)
+t0 = time.ticks_ms()
+loops = 0
+while time.ticks_diff(time.ticks_ms(), t0) < {SIM_SECONDS * 1000}:
+    latch.value(0); latch.value(1)
+    spi.readinto(chain)
+    loops += 1
+    time.sleep_ms(1)
+print(n[0], loops)
+"""
+
+
+@dataclass
+class Figure:
+    what: str
+    value: str
+    note: str
+
+
+def dense_trace(seconds: int) -> list[dict]:
+    """Rotor quadrature 2 x 500 edges/s, ball pulses 2 x 200/s, a pocket change every 50 ms."""
+    recs: list[dict] = []
+    for i in range(seconds * 500):
+        t = i * 2000
+        recs.append({"kind": "sensor", "t_us": t, "ch": "rotor_a", "v": i % 2})
+        recs.append({"kind": "sensor", "t_us": t + 1000, "ch": "rotor_b", "v": i % 2})
+    for i in range(seconds * 200):
+        t = i * 5000 + 300
+        recs.append({"kind": "sensor", "t_us": t, "ch": "ball_a" if i % 2 else "ball_b", "v": 1})
+        recs.append(
+            {"kind": "sensor", "t_us": t + 200, "ch": "ball_a" if i % 2 else "ball_b", "v": 0}
+        )
+    for i in range(seconds * 20):
+        recs.append({"kind": "sensor", "t_us": i * 50_000 + 700, "ch": f"pocket:{i % 39}", "v": 1})
+        recs.append(
+            {"kind": "sensor", "t_us": i * 50_000 + 40_700, "ch": f"pocket:{i % 39}", "v": 0}
+        )
+    return recs
+
+
+def bench_clock(vb: VirtualBoard, overhead: float) -> list[Figure]:
+    trace = dense_trace(SIM_SECONDS + 1)
+    edges = vb.feed(trace)
+    t = time.monotonic()
+    p = vb.mpremote("exec", LOOP, timeout=600)
+    wall = time.monotonic() - t - overhead
+    irqs, loops = (int(x) for x in p.stdout.split())
+    return [
+        Figure(
+            "simulated s per wall s (dense edges)",
+            f"{SIM_SECONDS / wall:.1f}",
+            f"{SIM_SECONDS} s simulated in {wall:.1f} s wall (mpremote's start deducted); "
+            f"{edges} edges scheduled, "
+            f"{irqs} hard IRQs, {loops} main-loop passes ({irqs / wall:,.0f} IRQs/s wall)",
+        )
+    ]
+
+
+def bench_firmware(vb_flash: Path, overhead: float) -> list[Figure]:
+    """The team's firmware loop (board_pico.Board.step + sleep_ms(1)) on the same board."""
+    fw = ROOT / "firmware"
+    if not (fw / "board_pico.py").exists():
+        return [Figure("firmware loop", "n/a", "firmware/board_pico.py not there yet")]
+    shutil.copytree(
+        fw, vb_flash, ignore=shutil.ignore_patterns("__pycache__", "main.py", "pulsegen", "*.md")
+    )
+    shutil.copy(ROOT / "hardware" / "pico_pins.json", vb_flash / "pins.json")
+    shutil.copy(ROOT / "hardware" / "wheel.json", vb_flash / "wheel.json")
+    code = (
+        "import time, board_pico\nb = board_pico.Board()\nt0 = time.ticks_ms()\n"
+        f"while time.ticks_diff(time.ticks_ms(), t0) < {SIM_SECONDS * 1000}:\n"
+        "    b.step(); time.sleep_ms(1)\nprint('ok')\n"
+    )
+    with VirtualBoard(flash=vb_flash) as vb:
+        vb.feed(dense_trace(SIM_SECONDS + 1))
+        t = time.monotonic()
+        p = vb.mpremote("exec", code, timeout=600, check=False)
+        wall = time.monotonic() - t - overhead
+    if "ok" not in p.stdout:
+        return [Figure("firmware loop", "failed", (p.stdout + p.stderr).strip()[-200:])]
+    return [
+        Figure(
+            "simulated s per wall s (team firmware loop)",
+            f"{SIM_SECONDS / wall:.1f}",
+            f"board_pico.Board().step() + sleep_ms(1), dense edges, {wall:.1f} s wall",
+        )
+    ]
+
+
+def bench_latency(vb: VirtualBoard) -> tuple[list[Figure], float]:
+    whole = []
+    for _ in range(5):
+        t = time.monotonic()
+        vb.mpremote("exec", "pass")
+        whole.append(time.monotonic() - t)
+    n = 20
+    t = time.monotonic()
+    vb.mpremote(*(["exec", "pass"] * (n + 1)))
+    chained = time.monotonic() - t
+    per = (chained - statistics.median(whole)) / n
+    return (
+        [
+            Figure(
+                "mpremote exec, whole command",
+                f"{statistics.median(whole) * 1000:.0f} ms",
+                "median of 5: process start, connect, soft reset, exec",
+            ),
+            Figure(
+                "mpremote exec round trip",
+                f"{per * 1000:.0f} ms",
+                f"extra cost of each of {n} chained execs (mpremote polls every 10 ms)",
+            ),
+        ],
+        statistics.median(whole),
+    )
+
+
+def main() -> None:
+    console = Console(width=max(Console().width, 110))
+    figures: list[Figure] = []
+    with console.status("virtual board benchmarks..."):
+        with VirtualBoard() as vb:
+            lat, overhead = bench_latency(vb)
+            figures += lat
+            figures += bench_clock(vb, overhead)
+        with tempfile.TemporaryDirectory() as tmp:
+            figures += bench_firmware(Path(tmp) / "flash", overhead)
+    table = Table(title="Virtual board (MicroPython WebAssembly + simulated machine)")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("how")
+    for f in figures:
+        table.add_row(f.what, f.value, f.note)
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()
