@@ -1,18 +1,24 @@
-"""The board's frame line, read while the rig plays: every line kept with its receive time.
+"""The board's frame line, read while the rig plays: every line kept with its arrival time.
 
-A reader thread does nothing but `readline()` and time-stamp, so a frame's receive time is
-not held up by the player (which has its own thread). Arrival times are on the player's
-clock (time.perf_counter): `rx_ms(t0)` gives them from the trace's t = 0, as the truth's.
+A reader thread reads the port and time-stamps each line as its end arrives, so receive
+times are not held up by the player. The bytes also go through the wire's `rmc.link.Link`,
+which checks the frames, asks the firmware to RESEND any gap, and sends the host commands
+the session needs (OPEN, LAST3, CLOSE at the instants the trace's truth gives). Arrival
+times are on the player's clock (time.perf_counter): `rx_ms(t0)` counts from trace t = 0.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import serial
+
+from rmc.link import Link
+from rmcfw import proto
 
 
 def open_port(url: str, baud: int = 115200, timeout: float = 0.05) -> Any:
@@ -32,12 +38,58 @@ class Received:
         return (self.t - t0) * 1000
 
 
+@dataclass(frozen=True)
+class Command:
+    t_us: int  # trace time at which to send it
+    cmd: str
+    fields: tuple = ()
+
+
+def commands_from_truth(records: Iterable[dict[str, Any]], chef: str = "rig") -> list[Command]:
+    """The host commands of a simulated session, at the instants its truth records give."""
+    out = []
+    for r in records:
+        if r.get("kind") != "truth" or not isinstance(r.get("t_us"), int):
+            continue
+        ev = r.get("event")
+        if ev == "session_open":
+            out.append(Command(r["t_us"], proto.C_OPEN, ("chef", chef)))
+        elif ev == "last_three":
+            out.append(Command(r["t_us"], proto.C_LAST_THREE))
+        elif ev == "session_close":
+            out.append(Command(r["t_us"], proto.C_CLOSE, ("chef", chef)))
+    out.sort(key=lambda c: c.t_us)
+    return out
+
+
+class _Tap:
+    """The port as the Link sees it; every chunk read is also time-stamped into lines."""
+
+    def __init__(self, port: Any, reader: FrameReader) -> None:
+        self.port = port
+        self.reader = reader
+
+    def read(self, n: int) -> bytes:
+        data = self.port.read(1)  # blocks up to the port's timeout for the first byte
+        if data:
+            waiting = getattr(self.port, "in_waiting", 0)
+            if waiting:
+                data += self.port.read(min(n, waiting))
+            self.reader._chunk(data, time.perf_counter())
+        return data
+
+    def write(self, data: bytes) -> int:
+        return self.port.write(data)
+
+
 @dataclass
 class FrameReader:
-    """Reads lines from a port in a thread, each with its arrival time."""
+    """Reads the frame port in a thread; `send` issues a host command through the Link."""
 
     port: Any
+    key: bytes | None = None
     lines: list[Received] = field(default_factory=list)
+    sent: list[tuple[float, bytes]] = field(default_factory=list)
     error: str | None = None
 
     def __post_init__(self) -> None:
@@ -45,38 +97,48 @@ class FrameReader:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._buf = b""
+        self.link = Link(_Tap(self.port, self), key=self.key, clock=time.perf_counter)
 
     def start(self) -> FrameReader:
         self._thread = threading.Thread(target=self._run, name="rig-frames", daemon=True)
         self._thread.start()
         return self
 
+    def _chunk(self, data: bytes, now: float) -> None:
+        buf = self._buf + data
+        *complete, self._buf = buf.split(b"\n")
+        for line in complete:
+            self.lines.append(Received(now, line.rstrip(b"\r")))
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                data = self.port.readline()
+                with self._lock:
+                    self.link.poll()
             except Exception as e:  # a dead port ends the recording, and is reported
                 self.error = f"frame port: {e}"
                 return
-            if not data:
-                continue
-            now = time.perf_counter()
-            self._buf += data
-            if not self._buf.endswith(b"\n"):
-                continue  # timeout in the middle of a line: wait for its end
-            line, self._buf = self._buf, b""
-            with self._lock:
-                self.lines.append(Received(now, line.rstrip(b"\r\n")))
+
+    def send(self, cmd: str, fields: tuple = (), wait_s: float = 5.0) -> bytes:
+        """Send a command (waits up to wait_s for a first frame: the table id comes from it)."""
+        deadline = time.perf_counter() + wait_s
+        while self.link.checker.table is None:
+            if time.perf_counter() > deadline:
+                raise OSError(f"no frame from the board in {wait_s} s: cannot address {cmd}")
+            time.sleep(0.01)
+        with self._lock:
+            line = self.link.send(cmd, fields)
+        self.sent.append((time.perf_counter(), line))
+        return line
 
     def snapshot(self) -> list[Received]:
-        with self._lock:
-            return list(self.lines)
+        return list(self.lines)
 
     def stop(self) -> list[Received]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=2)
         if self._buf:
-            self.lines.append(Received(time.perf_counter(), self._buf.rstrip(b"\r\n")))
+            self.lines.append(Received(time.perf_counter(), self._buf.rstrip(b"\r")))
             self._buf = b""
         return self.snapshot()

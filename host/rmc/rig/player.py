@@ -124,15 +124,31 @@ class Player:
         edges: Sequence[Edge],
         t0: float | None = None,
         idle: Callable[[float], None] | None = None,
-        on_instant: Callable[[int], None] | None = None,
+        actions: Sequence[tuple[int, Callable[[], object]]] = (),
     ) -> PlayStats:
-        """Play edges (sorted by t_us) from t0 (clock seconds; default: now + 10 ms)."""
+        """Play edges (sorted by t_us) from t0 (clock seconds; default: now + 10 ms).
+
+        actions: (t_us, fn) called at their instants too (host commands to the board); an
+        action runs after the edges of its instant. They are not counted in the lateness.
+        """
         self.check(edges)
         stats = PlayStats()
         clock = self.clock
         stats.t0 = t0 if t0 is not None else clock.now() + 0.01
         scale = 1e-6 / self.speed
-        for t_us, group in groupby(edges, key=lambda e: e.t_us):
+        todo = sorted(actions, key=lambda a: a[0])
+        k = 0
+        groups = [(t, list(g)) for t, g in groupby(edges, key=lambda e: e.t_us)]
+        groups.append((None, []))  # sentinel: actions after the last edge
+        for t_us, group in groups:
+            while k < len(todo) and (t_us is None or todo[k][0] < t_us):
+                if self.stop_event.is_set():
+                    break
+                clock.wait_until(stats.t0 + todo[k][0] * scale, idle)
+                todo[k][1]()
+                k += 1
+            if t_us is None:
+                break
             if self.stop_event.is_set():
                 stats.stopped = True
                 break
@@ -152,7 +168,5 @@ class Player:
             stats.instants += 1
             stats.lateness.add((t_done - due) * 1e6)
             stats.write_us.add((t_done - t_write) * 1e6)
-            if on_instant is not None:
-                on_instant(t_us)
         stats.duration_s = clock.now() - stats.t0
         return stats

@@ -73,7 +73,7 @@ def to_events(
     if pending_t is not None:
         events.extend(_gap(pending_t - t_prev, lv))
         t_prev = pending_t
-    return events, t_prev
+    return _fill(events, initial), t_prev
 
 
 def _gap(dt: int, lv: int) -> list[tuple[int, int]]:
@@ -189,7 +189,7 @@ class PulseGen:
         info = self.info or self.hello()
         self.reset()
         events, _ = to_events(edges, info.lines, initial)
-        self._events = _fill(events, initial)
+        self._events = events
         self.set_levels(initial)
         while self.pump():
             pass

@@ -18,7 +18,7 @@ from typing import Any
 from rmc.rig import edges as edgemod
 from rmc.rig.backends import Output, RigError
 from rmc.rig.compare import Comparison, Tolerances, compare
-from rmc.rig.link import FrameReader
+from rmc.rig.link import FrameReader, commands_from_truth
 from rmc.rig.pins import Levels
 from rmc.rig.player import Clock, Player, PlayStats
 from rmc.rig.pulsegen import PulseGen, Stat
@@ -45,6 +45,7 @@ class Rig:
     clock: Clock = field(default_factory=Clock)
     tolerances: Tolerances = field(default_factory=Tolerances)
     tail_s: float = 3.0  # keep reading frames this long after the last edge
+    chef: str = "rig"  # the chef de table's id in OPEN and CLOSE
 
     def run(
         self,
@@ -66,7 +67,9 @@ class Rig:
         player = Player(self.routes, self.levels, self.clock)
         player.check(host_edges)
         player.set_initial({k: v for k, v in initial.items() if k in self.routes})
-        reader = FrameReader(frame_port).start()
+        reader = FrameReader(frame_port, key=key).start()
+        commands = [c for c in commands_from_truth(trace.records, self.chef) if c.t_us >= start_us]
+        actions = [(c.t_us - start_us, lambda c=c: reader.send(c.cmd, c.fields)) for c in commands]
         gen_stat: Stat | None = None
         sync = 0.0
         try:
@@ -93,7 +96,7 @@ class Rig:
                         last_pump[0] = now
             else:
                 t0 = self.clock.now() + 0.05
-            stats = player.play(host_edges, t0=t0, idle=idle)
+            stats = player.play(host_edges, t0=t0, idle=idle, actions=actions)
             end_t = t0 + (edges[-1].t_us / 1e6 if edges else 0.0)
             if self.pulsegen is not None:
                 while self.pulsegen.pending and time.perf_counter() < end_t + 1:
