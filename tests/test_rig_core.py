@@ -3,6 +3,7 @@ comparison, self-test, a whole run against a scripted board."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -136,7 +137,7 @@ def test_pulsegen_streams_a_schedule_larger_than_its_memory():
         # Timing on the generator's own clock: every edge 4 ms after the one before, to
         # within the CPython thread's lateness (the figure on a Pico is in docs/rig.md).
         ts = [t for t, _ in tg.changes[3:]]
-        gaps = [(b - a) % (1 << 30) for a, b in zip(ts, ts[1:], strict=False)]
+        gaps = [(b - a) % (1 << 30) for a, b in itertools.pairwise(ts)]
         assert sorted(gaps)[len(gaps) // 2] == pytest.approx(4000, abs=300)
 
 
