@@ -240,6 +240,29 @@ def test_power_cut_keeps_flash_and_runs_main_on_power_up(tmp_path):
         assert p.stdout.strip() == "3"
 
 
+def test_power_cut_between_write_and_rename():
+    """File system writes take virtual time: a cut can fall between two of them."""
+    with VirtualBoard(flash_op_us=500) as board:
+        board.mpremote("exec", "open('s', 'w').write('1')")
+        board.feed(
+            [
+                {"kind": "power", "t_us": 700, "event": "cut"},  # during the rename's 500 us
+                {"kind": "power", "t_us": 5_000, "event": "restore"},
+            ]
+        )
+        p = board.mpremote(
+            "exec",
+            "import os\nf = open('s.new', 'w')\nf.write('2')\nf.close()\n"
+            "os.rename('s.new', 's')\nprint('renamed')\n",
+            check=False,
+        )
+        assert "renamed" not in p.stdout
+        assert board.wait_event("power", where=lambda e: e["state"] == "on") is not None
+        time.sleep(0.3)
+        p = board.mpremote("exec", "print(open('s').read(), open('s.new').read())")
+        assert p.stdout.split() == ["1", "2"]
+
+
 def test_power_cut_on_command_and_restore(tmp_path):
     with VirtualBoard() as board:
         board.mpremote("exec", "open('x.txt', 'w').write('before')")

@@ -4,6 +4,7 @@
 //
 //   node vboard.mjs [--repl-port N] [--uart-port N] [--sensors TRACE.jsonl] [--speed X]
 //                   [--flash DIR] [--pins PINS.json] [--heap 2M] [--control] [--raw-paste]
+//                   [--flash-op-us 500]
 //
 // The REPL answers mpremote's raw-paste request with R\x00 (unsupported: mpremote falls back
 // to plain raw mode, 256 bytes per 10 ms); --raw-paste implements raw-paste mode with its
@@ -59,6 +60,7 @@ const opts = {
   heap: 2 << 20,
   control: false,
   rawPaste: false,
+  flashOpUs: 500, // virtual time a file system write takes (a flash program, roughly)
   mpyDir: path.join(ROOT, "host", "rmc", "vboard", "mpy"),
 };
 {
@@ -78,6 +80,11 @@ const opts = {
     else if (a === "--heap") opts.heap = parseSize(next());
     else if (a === "--control") opts.control = true;
     else if (a === "--raw-paste") opts.rawPaste = true;
+    else if (a === "--flash-op-us") {
+      const v = Number(next());
+      if (!Number.isInteger(v) || v < 0) die(`bad --flash-op-us ${v}`);
+      opts.flashOpUs = v;
+    }
     else if (a === "--mpy-dir") opts.mpyDir = next();
     else die(`unknown argument ${a}`);
   }
@@ -121,10 +128,11 @@ function loadPins(file) {
     chanPin,
     uartId: need(uart, "id", "uart."),
     epoch: 1767225600, // 2026-01-01T00:00:00Z: the RTC of a freshly powered table
-    python: { pockets, uart_id: uart.id, led: p.led ? p.led.pin : 25, freq: 125000000 },
+    python: { pockets, uart_id: uart.id, led: p.led ? p.led.pin : 25, freq: 125000000, flash_op_us: 0 },
   };
 }
 const config = loadPins(opts.pins);
+config.python.flash_op_us = opts.flashOpUs;
 
 // The simulated machine and boot code, copied into every fresh interpreter.
 const mpyFiles = {};

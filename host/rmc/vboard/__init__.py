@@ -49,7 +49,8 @@ class VirtualBoard:
     uart_port: int = 0
     pins: Path | str | None = None  # pin map, hardware/pico_pins.json by default
     heap: str = "2M"
-    raw_paste: bool = False  # serve mpremote's raw-paste mode (faster cp) instead of R\x00
+    raw_paste: bool = False  # serve mpremote's raw-paste mode instead of answering R\x00
+    flash_op_us: int | None = None  # virtual time of one file system write (default 500)
     node: str = "node"
     start_timeout: float = 20.0
     events: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
@@ -75,6 +76,8 @@ class VirtualBoard:
             cmd += ["--pins", str(self.pins)]
         if self.raw_paste:
             cmd.append("--raw-paste")
+        if self.flash_op_us is not None:
+            cmd += ["--flash-op-us", str(int(self.flash_op_us))]
         return cmd
 
     def start(self) -> VirtualBoard:

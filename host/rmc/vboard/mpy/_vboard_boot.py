@@ -40,10 +40,23 @@ def _fix(e):
     return e
 
 
-def _wrap(fn, empty_is_cwd=False):
+# Writing flash takes time on a board: each operation that changes the file system first
+# advances the virtual clock, so that a power cut in a trace can fall between two of them
+# (e.g. after a new file is written, before it is renamed over the old one).
+_FLASH_OP_US = machine._CFG.get("flash_op_us", 0)
+
+
+def _flash_op():
+    if _FLASH_OP_US and not machine._state[0]:
+        machine._sleep_us(_FLASH_OP_US)
+
+
+def _wrap(fn, empty_is_cwd=False, writes=False):
     def call(*args):
         if empty_is_cwd and args and args[0] == "":
             args = (_getcwd(),) + args[1:]
+        if writes:
+            _flash_op()
         try:
             return fn(*args)
         except OSError as e:
@@ -90,7 +103,13 @@ def listdir(path=""):
 
 for _name in ("mkdir", "rmdir", "remove", "unlink", "rename", "chdir", "statvfs"):
     if hasattr(os, _name):
-        setattr(os, _name, _wrap(getattr(os, _name), _name in ("statvfs", "chdir")))
+        setattr(
+            os,
+            _name,
+            _wrap(
+                getattr(os, _name), _name in ("statvfs", "chdir"), _name not in ("chdir", "statvfs")
+            ),
+        )
 os.stat = stat
 os.ilistdir = ilistdir
 os.listdir = listdir
@@ -106,6 +125,8 @@ def open(file, mode="r", *args, **kw):  # replaces the builtin on purpose
             isdir = False
         if isdir:
             raise OSError(21)  # EISDIR: Emscripten would open a folder for reading
+    if "w" in mode or "a" in mode or "+" in mode or "x" in mode:
+        _flash_op()
     try:
         return _open(file, mode, *args, **kw)
     except OSError as e:
