@@ -80,7 +80,10 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(f"REPL  {vb.repl_url}   (mpremote connect {vb.repl_url} ...)", flush=True)
     print(f"UART  {vb.uart_url}   (rmc record --port {vb.uart_url})", flush=True)
+    # Stop cleanly on SIGTERM and on SIGINT even when started in the background (SIGINT
+    # ignored): vb.stop() saves the flash and ends the node process.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     seen = 0
     try:
         while vb.running:
