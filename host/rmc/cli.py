@@ -18,6 +18,7 @@ COMMANDS: list[str] = [
     "rmc.commands.sim",
     "rmc.commands.rnvp",
     "rmc.commands.vboard",
+    "rmc.commands.rig",
 ]
 
 
