@@ -52,5 +52,13 @@ bench: setup
 demo: setup
 	$(BIN)/rmc settle --result 17 docs/examples/bets.json
 
+# --- Hardware-in-the-loop rig (issue 5, docs/rig.md) ---------------------------------------
+# make hil PORT=<the board's frame line> [RIG=<rig config JSON>]: the rig's self-test, then the
+# simulator's scenario set played into a real table board. Without a rig these tests skip.
+RIG ?= hardware/rig_example.json
+hil: setup
+	@test -n "$(PORT)" || { echo "make hil PORT=<frame line URL> [RIG=hardware/rig.json] (docs/rig.md)"; exit 2; }
+	$(BIN)/python -m pytest -v -rs tests/test_rig_hil.py --hil-port "$(PORT)" --rig "$(RIG)"
+
 clean:
 	rm -rf $(VENV) $(NODE_DIR)/node_modules build .pytest_cache
