@@ -181,9 +181,12 @@ def open_blinka(
     lines = [ln for ln in pins.direct if pulses or ln not in PULSE_LINES]
     i2c = expander = None
     if pockets:
-        import busio
-        from adafruit_mcp230xx.mcp23017 import MCP23017
+        try:
+            import busio
+            from adafruit_mcp230xx.mcp23017 import MCP23017
 
-        i2c = busio.I2C(board.SCL, board.SDA, frequency=pins.i2c_frequency)
+            i2c = busio.I2C(board.SCL, board.SDA, frequency=pins.i2c_frequency)
+        except (ImportError, RuntimeError, NotImplementedError, ValueError, AttributeError) as e:
+            raise RigError(f"Blinka cannot open the I2C bus on host {pins.host}: {e}") from None
         expander = MCP23017
     return BlinkaOutput(pins, board, digitalio, initial, lines, i2c=i2c, expander=expander)
