@@ -31,10 +31,15 @@ def clean(key: bytes | None = None, boot: int = 1, spins: int = 6) -> tuple:
 
 
 def check(lines, key=None) -> Report:
+    """Check line by line, and in one batch: both must report exactly the same."""
     c = Checker(key)
     for line in lines:
         c.feed(line)
-    return c.report()
+    one = c.report()
+    batch = Checker(key)
+    batch.feed_many(line.rstrip(b"\n") for line in lines)
+    assert batch.report().to_json() == one.to_json()
+    return one
 
 
 def expected_results(lines) -> list[dict]:

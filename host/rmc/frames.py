@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import hmac as _hmac
 import zlib
-from dataclasses import dataclass, field
 
 from rmcfw.frames import TAG_BYTES, AuthError, CrcError, FrameError, load_key, wheel_hash
 
@@ -30,25 +29,66 @@ _TAG_HEX = 2 * TAG_BYTES
 _HEXDIGITS = frozenset(b"0123456789abcdef")
 
 
-@dataclass(slots=True)
 class Frame:
     """A frame whose CRC (and tag, when checked) is right.
 
     `line` is the frame's bytes from "$" to its CRC, without newline and without the resend
-    mark; `resent` says whether it came marked "~" (an answer to RESEND).
+    mark; `resent` says whether it came marked "~" (an answer to RESEND). `fields` is parsed
+    on first use (most frames of a stream are never looked into by the checker); a bad field
+    layout then raises FrameError.
     """
 
-    table: str
-    boot: int
-    seq: int
-    ms: int
-    type: str
-    fields: dict[str, str]
-    tagged: bool
-    resent: bool
-    line: bytes
-    start: str = "$"
-    verified: bool = field(default=False)
+    __slots__ = (
+        "_fields",
+        "_ms",
+        "boot",
+        "line",
+        "raw",
+        "resent",
+        "seq",
+        "start",
+        "table",
+        "tagged",
+        "type",
+        "verified",
+    )
+
+    def __init__(
+        self,
+        table: str,
+        boot: int,
+        seq: int,
+        ms: int | str,
+        type: str,
+        raw: str,
+        tagged: bool,
+        resent: bool,
+        line: bytes,
+        start: str = "$",
+        verified: bool = False,
+    ) -> None:
+        self.table = table
+        self.boot = boot
+        self.seq = seq
+        self._ms = ms  # kept as sent until read: most frames' ms is never looked at
+        self.type = type
+        self.raw = raw  # the fields as sent: "k=v,k=v" (escaped)
+        self.tagged = tagged
+        self.resent = resent
+        self.line = line
+        self.start = start
+        self.verified = verified
+        self._fields: dict[str, str] | None = None
+
+    @property
+    def fields(self) -> dict[str, str]:
+        if self._fields is None:
+            self._fields = parse_fields(self.raw)
+        return self._fields
+
+    @property
+    def ms(self) -> int:
+        return int(self._ms)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -61,6 +101,23 @@ class Frame:
             return int(text)  # type: ignore[arg-type]
         except (TypeError, ValueError):
             raise FrameError(f"{self.type}: field {name!r} is not a number: {text!r}") from None
+
+    def __repr__(self) -> str:
+        return f"Frame({self.start}{self.table} {self.boot}:{self.seq} {self.type} {self.raw!r})"
+
+
+def parse_fields(raw: str) -> dict[str, str]:
+    """ "k=v,k=v" -> dict, values unescaped; FrameError for a bad layout."""
+    if not raw:
+        return {}
+    parts = raw.split(",")
+    fields: dict[str, str] = {}
+    for p in parts:
+        k, eq, v = p.partition("=")
+        if not k or not eq or "=" in v or k in fields:
+            raise FrameError("bad field")
+        fields[k] = _unescape(v) if "%" in v else v
+    return fields
 
 
 class Verifier:
@@ -76,13 +133,6 @@ class Verifier:
 
     def check(self, body: bytes, tag: bytes) -> bool:
         return _hmac.compare_digest(self.tag(body), tag)
-
-
-def _uint(text: str) -> int:
-    # Strict: ASCII digits, no sign, no leading zero; one spelling per number.
-    if not text.isdigit() or (text[0] == "0" and len(text) > 1) or len(text) > 10:
-        raise FrameError(f"bad number {text!r}")
-    return int(text)
 
 
 def _unescape(text: str) -> str:
@@ -107,20 +157,32 @@ def _unescape(text: str) -> str:
         raise FrameError("bad escape") from None
 
 
+def _canonical(*numbers: str) -> bool:
+    # One spelling per number: no leading zero (the slow path, taken only for a "0...").
+    return all(n == "0" or n[0] != "0" for n in numbers)
+
+
 def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
     """Decode one frame line (bytes; newline, "\\r" and the "~" resend mark allowed).
 
     Raises CrcError (damaged, truncated, not a frame), AuthError (a verifier is given and
     the tag is missing or wrong), FrameError (right CRC, bad layout).
     """
-    resent = False
-    if line[:1] == b"~":
-        resent = True
+    if not line:
+        raise CrcError("empty line")
+    resent = line[0] == 0x7E
+    if resent:
         line = line[1:]
-    if line[-1:] in (b"\n", b"\r"):
+        if not line:
+            raise CrcError("empty line")
+    last = line[-1]
+    if last == 0x0A or last == 0x0D:
         line = line.rstrip(b"\r\n")
     star = len(line) - 9
-    if star < 1 or line[star] != 0x2A or line[0] not in (0x24, 0x3E):
+    if star < 1 or line[star] != 0x2A:
+        raise CrcError("not a frame")
+    first = line[0]
+    if first != 0x24 and first != 0x3E:
         raise CrcError("not a frame")
     body = line[:star]
     if b"%08x" % _crc32(body) != line[star + 1 :]:
@@ -129,7 +191,7 @@ def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
     tagged = tag_at > 0 and line[tag_at] == 0x23
     if tagged:
         tag = line[tag_at + 1 : star]
-        if not set(tag) <= _HEXDIGITS:
+        if not _HEXDIGITS.issuperset(tag):
             raise FrameError("bad tag")
         body = line[:tag_at]
     if b"#" in body:
@@ -143,35 +205,39 @@ def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
         text = body.decode("ascii")
     except UnicodeDecodeError:
         raise FrameError("non-ASCII byte") from None
-    parts = text.split(",")
+    parts = text.split(",", 6)
     if len(parts) < 6:
         raise FrameError("short header")
     if parts[0][1:] != "1":
         raise FrameError(f"unsupported version {parts[0][1:]!r}")
     table = parts[1]
+    boot = parts[2]
+    seq = parts[3]
+    ms = parts[4]
     ftype = parts[5]
-    if not table or not ftype:
-        raise FrameError("empty table or type")
-    fields: dict[str, str] = {}
-    if len(parts) > 6:
-        try:
-            fields = dict(p.split("=", 1) for p in parts[6:])  # type: ignore[misc]
-        except ValueError:
-            raise FrameError("bad field") from None
-        if len(fields) != len(parts) - 6 or "" in fields:
-            raise FrameError("bad field")
-        if "%" in text:
-            fields = {k: _unescape(v) if "%" in v else v for k, v in fields.items()}
+    if not table or not ftype or "=" in ftype or "=" in table:
+        raise FrameError("bad table or type")
+    # Strict numbers: ASCII digits (the text is ASCII), no sign, no leading zero.
+    if not (boot.isdigit() and seq.isdigit() and ms.isdigit()):
+        raise FrameError("bad number")
+    if (boot[0] == "0" or seq[0] == "0" or ms[0] == "0") and not _canonical(boot, seq, ms):
+        raise FrameError("bad number")
+    if len(parts) == 7:
+        raw = parts[6]
+        if raw.count("=") != raw.count(",") + 1:
+            raise FrameError("bad field")  # one "=" per field; the rest is checked when read
+    else:
+        raw = ""
     return Frame(
         table,
-        _uint(parts[2]),
-        _uint(parts[3]),
-        _uint(parts[4]),
+        int(boot),
+        int(seq),
+        ms,
         ftype,
-        fields,
+        raw,
         tagged,
         resent,
         line,
-        chr(line[0]),
+        chr(first),
         verifier is not None,
     )
