@@ -75,7 +75,7 @@ def main() -> None:
     con = Console()
     plain = run(None)
     keyed = run(KEY)
-    t = Table(title="rmc wire — one core, CPython %d.%d" % sys.version_info[:2])
+    t = Table(title=f"rmc wire — one core, CPython {sys.version_info[0]}.{sys.version_info[1]}")
     t.add_column("")
     t.add_column("no HMAC", justify="right")
     t.add_column("HMAC-SHA256/64", justify="right")
