@@ -15,6 +15,7 @@ import sys
 COMMANDS: list[str] = [
     "rmc.commands.settle",
     "rmc.commands.check",
+    "rmc.commands.import_slingshot",
     "rmc.commands.sim",
     "rmc.commands.rnvp",
     "rmc.commands.vboard",
