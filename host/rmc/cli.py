@@ -16,6 +16,7 @@ COMMANDS: list[str] = [
     "rmc.commands.settle",
     "rmc.commands.check",
     "rmc.commands.import_slingshot",
+    "rmc.commands.record",
     "rmc.commands.sim",
     "rmc.commands.rnvp",
     "rmc.commands.vboard",
