@@ -67,7 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     j.add_argument("--line", default="ball_a", choices=pinmod.PULSE_LINES)
     j.add_argument("--edges", type=int, default=2000)
     j.add_argument("--period-us", type=int, default=2000)
-    j.add_argument("--spin-us", type=int, default=1500, help="busy-wait before each edge")
+    j.add_argument("--spin-us", type=int, default=300, help="busy-wait before each edge")
     j.add_argument("--pulsegen", metavar="URL", help="also time the pulse generator there")
     j.add_argument("--json", action="store_true")
     j.set_defaults(func=_jitter)

@@ -40,7 +40,7 @@ def measure(
     levels: Levels,
     edges: int = 1000,
     period_us: int = 2000,
-    spin_us: int = 1500,
+    spin_us: int = 300,
     path: str = "blinka",
 ) -> JitterResult:
     player = Player({line: out}, levels, Clock(spin_us=spin_us))

@@ -53,7 +53,7 @@ def _pct(s: list[float], p: float) -> float:
 class Clock:
     """Monotonic seconds with a sleep-then-spin wait (the default, real time)."""
 
-    def __init__(self, spin_us: int = 1500) -> None:
+    def __init__(self, spin_us: int = 300) -> None:
         self.spin_s = spin_us / 1e6
 
     def now(self) -> float:
