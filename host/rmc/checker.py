@@ -43,7 +43,7 @@ RULES = {
     "wrong_chances": "result whose colour, parity or manque/passe is not that of its number",
     "unknown_void_reason": "void with a reason code outside the protocol",
     "last_three_not_announced": "session closed without the last three spins announced",
-    "last_three_late": "last three spins announced with fewer than three spins left",
+    "last_three_late": "last three spins announced with fewer than three left, or moved",
     "after_last_spin": "spin launched after the announced last spin",
     "spin_while_closed": "spin launched while the session is closed",
     "lid_not_locked": "session closed and the lid not locked",
@@ -579,8 +579,12 @@ class _Rules:
     def last_three(self, f: Frame) -> None:
         last = f.int("last")
         left = f.int("left")
-        if left < 3:
+        # The first announcement must come before the last three spins; the table may
+        # repeat it as they go (left 2, 1, 0), which is no violation.
+        if self.last3 is None and left < 3:
             self.bad(f, "last_three_late", f"announced with {left} spin(s) left")
+        elif self.last3 is not None and last != self.last3:
+            self.bad(f, "last_three_late", f"last spin moved from {self.last3} to {last}")
         self.last3 = last
 
     def lid(self, f: Frame) -> None:

@@ -17,6 +17,7 @@ COMMANDS: list[str] = [
     "rmc.commands.check",
     "rmc.commands.import_slingshot",
     "rmc.commands.record",
+    "rmc.commands.replay",
     "rmc.commands.sim",
     "rmc.commands.rnvp",
     "rmc.commands.vboard",

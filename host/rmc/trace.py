@@ -71,7 +71,7 @@ def make_header(
         "kind": "header",
         "format": FORMAT,
         "table": table,
-        "wheel": wheel if wheel is not None else wheel_id(),
+        "wheel": wheel if wheel is not None else default_wheel(),
         "firmware": firmware,
         "source": source,
         **extra,
