@@ -465,3 +465,6 @@ def test_a_whole_run_against_a_scripted_board(tmp_path):
     recorded = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
     assert recorded[0]["source"] == "rig" and recorded[0]["rig"]["ok"] is True
     assert sum(r["kind"] == "frame" for r in recorded) == 4
+    cmd = [r for r in recorded if r["kind"] == "command"]
+    assert len(cmd) == 1 and ",OPEN," in cmd[0]["line"]
+    assert cmd[0]["tx_ms"] == pytest.approx(20, abs=15)

@@ -35,6 +35,7 @@ class RunResult:
     pulsegen: Stat | None = None
     sync_uncertainty_ms: float = 0.0  # generator start vs host clock, half a round trip
     notes: list[str] = field(default_factory=list)
+    commands: list[tuple[float, bytes]] = field(default_factory=list)  # (tx_ms, line) sent
 
 
 @dataclass
@@ -112,6 +113,7 @@ class Rig:
         lines = [(r.rx_ms(t0), r.line) for r in received]
         cmp = compare(_shift(trace.records, start_us, end_us), lines, self.tolerances, key=key)
         result = RunResult(stats, cmp, lines, gen_stat, sync)
+        result.commands = [((t - t0) * 1000, line) for t, line in reader.sent]
         if reader.error:
             result.notes.append(reader.error)
         if gen_stat is not None and gen_stat.state != "done":
@@ -165,6 +167,9 @@ def write_record(
     for r in _shift(trace.records, start_us, end_us):
         if r.get("kind") in ("sensor", "power", "truth"):
             merged.append((r["t_us"] / 1000, 0, r))
+    for tx, line in result.commands:
+        text = line.rstrip(b"\r\n").decode("latin-1")
+        merged.append((tx, 1, {"kind": "command", "tx_ms": round(tx, 3), "line": text}))
     for rx, line in lines:
         merged.append(
             (rx, 1, {"kind": "frame", "rx_ms": round(rx, 3), "line": line.decode("latin-1")})

@@ -136,6 +136,7 @@ class VirtualRig:
         lines = self._virtual_times(received, base, t0, speed)
         cmp = compare(trace.records, lines, self.tolerances, key=key)
         result = RunResult(stats, cmp, lines)
+        result.commands = [((t - t0) * speed * 1000, line) for t, line in reader.sent]
         if reader.error:
             result.notes.append(reader.error)
         if record is not None:
