@@ -295,3 +295,11 @@ def test_commander_and_wire_roundtrip_for_fuzz_support():
     w.feed(Commander("T01").line(proto.C_STATUS, boot=1))
     assert b"ACK" in bytes(sink.data)
     assert isinstance(w, Wire)
+
+
+def test_dollar_in_repl_text_is_noise_but_a_frame_after_a_prompt_is_read():
+    lines, results = clean()
+    stream = [b">>> print('$5 a chip')", b"cost: $1 each", b">>> " + lines[0], *lines[1:]]
+    r = check(stream)
+    assert r.noise == 2 and r.crc_errors == 0 and r.valid == len(lines)
+    assert r.clean and [(x["spin"], x["result"]) for x in r.results] == list(results)

@@ -154,7 +154,11 @@ class Checker:
         """One received line (bytes, newline optional). Returns the frame if valid and new."""
         c = self.counts
         c.lines += 1
-        start = line.find(b"$")
+        # A frame starts with "$1," (anywhere: a REPL prompt may come first) or the line
+        # starts with "$" (a damaged start); a "$" inside other text is noise.
+        start = line.find(b"$1,")
+        if start < 0 and (line[:1] == b"$" or line[:2] == b"~$"):
+            start = line.find(b"$")
         if start < 0:
             body = line.rstrip(b"\r\n")
             if len(body) > 9 and body[-9] == 0x2A and _HEX8.fullmatch(body[-8:]):

@@ -123,7 +123,7 @@ class Link:
 
     def _line(self, line: bytes) -> None:
         now = self.clock()
-        if self.writer is not None:
+        if self.writer is not None and line.strip():
             self.writer.frame(line)
         f = self.checker.feed(line, now * 1000)
         if f is None:
