@@ -49,7 +49,7 @@ def test_scenario_on_the_board(sc, rig_config, frame_url, tmp_path):
     with open_rig(rig_config, initial) as rig:
         port = open_port(frame_url, rig_config.frame_baud, timeout=0.02)
         try:
-            result = Rig(rig.routes, rig.pins.levels, rig.pulsegen).run(
+            result = Rig(rig.routes, rig.pins.levels, rig.pulsegen, table=rig_config.table).run(
                 trace, port, record=tmp_path / "run.jsonl"
             )
         finally:

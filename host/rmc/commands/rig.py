@@ -159,9 +159,9 @@ def _play(args: argparse.Namespace) -> int:
         with open_rig(cfg, initial) as rig:
             port = open_port(url, cfg.frame_baud, timeout=0.02)
             try:
-                result = Rig(rig.routes, rig.pins.levels, rig.pulsegen, tolerances=tol).run(
-                    trace, port, args.record, start, end, key=_key(args.key)
-                )
+                result = Rig(
+                    rig.routes, rig.pins.levels, rig.pulsegen, tolerances=tol, table=cfg.table
+                ).run(trace, port, args.record, start, end, key=_key(args.key))
             finally:
                 port.close()
     except (TraceError, RigError, edgemod.EdgeError, pinmod.PinMapError, OSError) as e:

@@ -28,6 +28,7 @@ class RigConfig:
     board_repl: str | None = None  # the table board's USB REPL (self-test probe)
     frame_port: str | None = None  # the table board's frame line (RS-485 adapter)
     frame_baud: int = 115200
+    table: str | None = None  # the board's table id: commands can be sent before its first frame
     pockets: bool = True  # drive the pockets through the MCP23017 expanders
     pins: str | None = None  # rig pin map (default hardware/rig_pins.json)
     board_pins: str | None = None  # board pin map (default hardware/pico_pins.json)

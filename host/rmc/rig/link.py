@@ -88,6 +88,7 @@ class FrameReader:
 
     port: Any
     key: bytes | None = None
+    table: str | None = None  # the board's table id, when known before its first frame
     lines: list[Received] = field(default_factory=list)
     sent: list[tuple[float, bytes]] = field(default_factory=list)
     error: str | None = None
@@ -97,7 +98,9 @@ class FrameReader:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._buf = b""
-        self.link = Link(_Tap(self.port, self), key=self.key, clock=time.perf_counter)
+        self.link = Link(
+            _Tap(self.port, self), key=self.key, table=self.table, clock=time.perf_counter
+        )
 
     def start(self) -> FrameReader:
         self._thread = threading.Thread(target=self._run, name="rig-frames", daemon=True)
@@ -130,6 +133,22 @@ class FrameReader:
             line = self.link.send(cmd, fields)
         self.sent.append((time.perf_counter(), line))
         return line
+
+    def hello(self, wait_s: float = 2.0) -> bool:
+        """Make sure the board's table and boot are known before commands are due: with a
+        table id (config) and no frame yet, ask STATUS (valid for any boot) and wait."""
+        if self.lines:
+            return True
+        if self.link.checker.table is None:
+            return False  # nothing to ask with: the first frame will tell (send() waits)
+        try:
+            self.send(proto.C_STATUS)
+        except OSError:
+            return False
+        deadline = time.perf_counter() + wait_s
+        while not self.lines and time.perf_counter() < deadline:
+            time.sleep(0.01)
+        return bool(self.lines)
 
     def snapshot(self) -> list[Received]:
         return list(self.lines)

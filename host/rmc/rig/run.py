@@ -47,6 +47,7 @@ class Rig:
     tolerances: Tolerances = field(default_factory=Tolerances)
     tail_s: float = 3.0  # keep reading frames this long after the last edge
     chef: str = "rig"  # the chef de table's id in OPEN and CLOSE
+    table: str | None = None  # the board's table id (to address commands before any frame)
 
     def run(
         self,
@@ -68,7 +69,8 @@ class Rig:
         player = Player(self.routes, self.levels, self.clock)
         player.check(host_edges)
         player.set_initial({k: v for k, v in initial.items() if k in self.routes})
-        reader = FrameReader(frame_port, key=key).start()
+        reader = FrameReader(frame_port, key=key, table=self.table).start()
+        reader.hello()
         commands = [c for c in commands_from_truth(trace.records, self.chef) if c.t_us >= start_us]
         actions = [(c.t_us - start_us, lambda c=c: reader.send(c.cmd, c.fields)) for c in commands]
         gen_stat: Stat | None = None
