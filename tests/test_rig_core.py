@@ -468,3 +468,47 @@ def test_a_whole_run_against_a_scripted_board(tmp_path):
     cmd = [r for r in recorded if r["kind"] == "command"]
     assert len(cmd) == 1 and ",OPEN," in cmd[0]["line"]
     assert cmd[0]["tx_ms"] == pytest.approx(20, abs=15)
+
+
+def test_reader_asks_status_when_the_table_is_known_before_any_frame():
+    from rmc.frames import decode
+    from rmc.rig.link import FrameReader
+
+    enc = Encoder("T07", 3)
+
+    class Board:
+        in_waiting = 0
+
+        def __init__(self):
+            self.out = b""
+            self.written = b""
+
+        def read(self, n=1):
+            if self.out:
+                data, self.out = self.out, b""
+                return data
+            time.sleep(0.005)
+            return b""
+
+        def write(self, data):
+            self.written += data
+            if b",STATUS" in data:
+                self.out = bytes(enc.frame(proto.T_STATUS, ("state", "closed")))
+            return len(data)
+
+    board = Board()
+    r = FrameReader(board, table="T07").start()
+    try:
+        assert r.hello(wait_s=2)
+        cmd = decode(board.written.splitlines()[0])
+        assert (cmd.table, cmd.boot, cmd.type) == ("T07", 0, proto.C_STATUS)
+        r.send(proto.C_OPEN, ("chef", "c1"))  # now addressed to the board's boot
+        cmd = decode(board.written.splitlines()[1])
+        assert (cmd.boot, cmd.type, cmd.fields["chef"]) == (3, proto.C_OPEN, "c1")
+    finally:
+        r.stop()
+    r = FrameReader(Board()).start()
+    try:
+        assert not r.hello()  # no table, no frame: nothing to ask with
+    finally:
+        r.stop()
