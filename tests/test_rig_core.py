@@ -467,7 +467,7 @@ def test_a_whole_run_against_a_scripted_board(tmp_path):
     assert sum(r["kind"] == "frame" for r in recorded) == 4
     cmd = [r for r in recorded if r["kind"] == "command"]
     assert len(cmd) == 1 and ",OPEN," in cmd[0]["line"]
-    assert cmd[0]["tx_ms"] == pytest.approx(20, abs=15)
+    assert 19 <= cmd[0]["tx_ms"] < 500  # sent at its instant (20 ms), never before
 
 
 def test_reader_asks_status_when_the_table_is_known_before_any_frame():
