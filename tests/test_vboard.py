@@ -211,3 +211,20 @@ def test_stop_leaves_no_process():
     assert proc is not None and proc.poll() is not None
     with pytest.raises(VirtualBoardError):
         board.power_cut()
+
+
+@pytest.mark.parametrize("speed", [0.0, 1.0])
+def test_mpremote_stops_main_py_running_since_power_up(tmp_path, speed):
+    # A table boots into its endless main loop (watchdog fed); mpremote's Ctrl-C must stop it.
+    flash = tmp_path / "flash"
+    flash.mkdir()
+    (flash / "main.py").write_text(
+        "import machine, time\nw = machine.WDT(timeout=2000)\n"
+        "while True:\n    w.feed()\n    time.sleep_ms(1)\n"
+    )
+    with VirtualBoard(flash=flash, speed=speed) as board:
+        time.sleep(0.5)
+        t = time.monotonic()
+        p = board.mpremote("exec", "import machine; print('at the REPL', machine.reset_cause())")
+        assert p.stdout.strip() == "at the REPL 1"
+        assert time.monotonic() - t < 5

@@ -308,14 +308,16 @@ function post(msg) {
   Atomics.notify(ctrl, 0);
   return true;
 }
+// Bytes go to the worker's port even while it boots (main.py may be running and must see
+// Ctrl-C); only between two workers are they kept here.
 function onReplData(data) {
   if (!powered) return; // nobody listens on a dead board
-  if (ready) post({ type: "in", data: new Uint8Array(data) });
+  if (mail) post({ type: "in", data: new Uint8Array(data) });
   else pendingIn.push(...data);
 }
 function onUartData(data) {
   if (!powered) return;
-  if (ready) post({ type: "uart", data: new Uint8Array(data) });
+  if (mail) post({ type: "uart", data: new Uint8Array(data) });
   else pendingUart.push(...data);
 }
 

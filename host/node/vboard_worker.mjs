@@ -63,12 +63,14 @@ function emit(text) {
 
 // ---------------------------------------------------------------------------------------
 // Input queues and the mail box.
-let seenMail = Atomics.load(ctrl, MAIL);
+// One less than the counter: messages the main thread posted before this worker ran are read.
+let seenMail = (Atomics.load(ctrl, MAIL) - 1) | 0;
 const inQ = []; // REPL bytes not yet processed
 const uartQ = []; // frame UART bytes from the host
 let interrupts = 0; // Ctrl-C received while Python was running
 const kbdIntr = 3; // Ctrl-C (micropython.kbd_intr() cannot be hooked in this port)
 let busy = false; // Python is running (REPL command, boot.py, main.py)
+let booting = true; // before the REPL: a Ctrl-C now is meant for main.py
 let pendingPower = null; // "cut" asked by the host, done at the next bridge call
 let snapshotAsked = false;
 
@@ -82,7 +84,7 @@ function checkMail() {
     const v = msg.message;
     if (v.type === "in") {
       for (const b of v.data) {
-        if (busy && b === kbdIntr) interrupts++;
+        if ((busy || booting) && b === kbdIntr) interrupts++;
         else inQ.push(b);
       }
     } else if (v.type === "uart") {
@@ -571,6 +573,8 @@ async function boot() {
   FS.rmdir("/.vboard"); // imported: the board's flash holds only the user's files
   runPy("_vboard_boot.run_file('boot.py')");
   if (W.mode !== "raw") runPy("_vboard_boot.run_file('main.py')");
+  booting = false;
+  interrupts = 0; // a Ctrl-C main.py did not see is not kept for later commands
   mp.replInit();
   if (W.mode === "raw") {
     mp.replProcessChar(1);
