@@ -254,6 +254,7 @@ class Checker:
         keyless = self.verifier is None
         crc32 = zlib.crc32
         boot_type = proto.T_BOOT
+        new_frame = tuple.__new__
         fast = 0
         for line in lines:
             if keyless and table is not None and line[:1] == b"$":
@@ -285,8 +286,9 @@ class Checker:
                         ):
                             key = (int(boot), int(seq))
                             if key > last_key:
-                                frames[key] = Frame(
-                                    table, key[0], key[1], ms, ftype, raw, False, False, line
+                                frames[key] = new_frame(
+                                    Frame,
+                                    (table, key[0], key[1], ms, ftype, raw, False, False, line),
                                 )
                                 last_key = key
                                 untagged.append(key)
@@ -427,6 +429,7 @@ class _Rules:
         self.last3: int | None = None  # announced last spin
         self.lid_pending: Frame | None = None
         self.spins: set[int] = set()
+        self.fl: dict[str, str] = {}  # the fields of the frame being handled
 
     def bad(self, f: Frame, rule: str, detail: str) -> None:
         self.r.violations.append(_v(f, rule, detail))
@@ -434,7 +437,6 @@ class _Rules:
     def run(self, frames: Iterable[Frame]) -> None:
         handlers = {
             proto.T_LAUNCH: self.launch,
-            proto.T_REV: self.rev,
             proto.T_RNVP: self.rnvp,
             proto.T_DROP: self.drop,
             proto.T_RESULT: self.result,
@@ -444,15 +446,28 @@ class _Rules:
             proto.T_SESSION_CLOSE: self.close,
             proto.T_LAST_THREE: self.last_three,
             proto.T_LID: self.lid,
-            proto.T_STATUS: self.status,
             proto.T_FAULT: self.fault,
             proto.T_TAMPER: self.tamper,
         }
+        rev, stat = proto.T_REV, proto.T_STATUS
         for f in frames:
-            h = handlers.get(f.type)
-            if h is None:
+            t = f.type
+            # The most frequent frames first, without reading their fields.
+            if t == rev:
+                s = self.spin
+                if s is not None and s.outcome == 0:
+                    s.rev_frames.append(f)  # read only if its DROP does not count
                 continue
+            if t == stat:
+                if self.lid_pending is None:
+                    continue
+                h = self.status
+            else:
+                h = handlers.get(t)
+                if h is None:
+                    continue
             try:
+                self.fl = f.fields  # parsed once for the handler
                 h(f)
             except FrameError as e:
                 self.bad(f, "bad_field", str(e))
@@ -461,7 +476,7 @@ class _Rules:
         self.r.spins = len(self.spins)
 
     def current(self, f: Frame) -> _Spin | None:
-        n = f.int("spin")
+        n = f.int("spin", self.fl)
         self.spins.add(n)
         if self.spin is not None and self.spin.number == n:
             return self.spin
@@ -471,8 +486,8 @@ class _Rules:
         return None
 
     def launch(self, f: Frame) -> None:
-        n = f.int("spin")
-        rdir, bdir = f.fields.get("rdir"), f.fields.get("bdir")
+        n = f.int("spin", self.fl)
+        rdir, bdir = self.fl.get("rdir"), self.fl.get("bdir")
         if not rdir or not bdir:
             raise FrameError("LAUNCH without rdir/bdir")
         s = self.spin
@@ -495,12 +510,6 @@ class _Rules:
         self.spin = s
         self.spins.add(n)
 
-    def rev(self, f: Frame) -> None:
-        # Kept unread: DROP carries the count. Read only for a spin whose DROP does not.
-        s = self.spin
-        if s is not None and s.outcome == 0:
-            s.rev_frames.append(f)
-
     def count_revs(self, s: _Spin) -> None:
         if s.revs is None and s.rev_frames:
             for f in s.rev_frames:
@@ -520,19 +529,19 @@ class _Rules:
         if s.launched and not s.rnvp:
             self.bad(f, "drop_before_rnvp", f"spin {s.number}")
         s.drop = True
-        if "revs" in f.fields:
-            s.revs = max(s.revs or 0, f.int("revs"))
+        if "revs" in self.fl:
+            s.revs = max(s.revs or 0, f.int("revs", self.fl))
 
     def result(self, f: Frame) -> None:
-        n = f.int("spin")
-        num = f.fields.get("num", "")
+        n = f.int("spin", self.fl)
+        num = self.fl.get("num", "")
         s = self.current(f)
         self.r.results.append({"spin": n, "result": num})
         if num not in numbers.INDEX:
             self.bad(f, "not_a_pocket", f"spin {n}: {num!r}")
         else:
             want = numbers.chances(num) or (numbers.VERT, "-", "-")
-            got = (f.fields.get("colour"), f.fields.get("parity"), f.fields.get("half"))
+            got = (self.fl.get("colour"), self.fl.get("parity"), self.fl.get("half"))
             if got != want:
                 self.bad(f, "wrong_chances", f"spin {n}: {num} is {'/'.join(want)}, sent {got}")
         if s is None:
@@ -556,8 +565,8 @@ class _Rules:
             self.bad(f, "two_outcomes", f"spin {s.number}")
 
     def void(self, f: Frame) -> None:
-        n = f.int("spin")
-        reason = f.fields.get("reason", "")
+        n = f.int("spin", self.fl)
+        reason = self.fl.get("reason", "")
         self.r.voids.append({"spin": n, "reason": reason})
         if reason not in VOID_REASONS:
             self.bad(f, "unknown_void_reason", f"spin {n}: {reason!r}")
@@ -581,8 +590,8 @@ class _Rules:
         self.lid_pending = f
 
     def last_three(self, f: Frame) -> None:
-        last = f.int("last")
-        left = f.int("left")
+        last = f.int("last", self.fl)
+        left = f.int("left", self.fl)
         # The first announcement must come before the last three spins; the table may
         # repeat it as they go (left 2, 1, 0), which is no violation.
         if self.last3 is None and left < 3:
@@ -592,21 +601,21 @@ class _Rules:
         self.last3 = last
 
     def lid(self, f: Frame) -> None:
-        if f.fields.get("locked") == "1":
+        if self.fl.get("locked") == "1":
             self.lid_pending = None
 
     def status(self, f: Frame) -> None:
-        if self.lid_pending is not None and f.fields.get("lid") == "1":
+        if self.fl.get("lid") == "1":
             self.lid_pending = None
 
     def fault(self, f: Frame) -> None:
         self.r.faults.append(
-            {"boot": f.boot, "seq": f.seq, **{k: f.fields[k] for k in sorted(f.fields)}}
+            {"boot": f.boot, "seq": f.seq, **{k: self.fl[k] for k in sorted(self.fl)}}
         )
 
     def tamper(self, f: Frame) -> None:
         self.r.tamper.append(
-            {"boot": f.boot, "seq": f.seq, **{k: f.fields[k] for k in sorted(f.fields)}}
+            {"boot": f.boot, "seq": f.seq, **{k: self.fl[k] for k in sorted(self.fl)}}
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import hmac as _hmac
 import zlib
+from typing import NamedTuple
 
 from rmcfw.frames import TAG_BYTES, AuthError, CrcError, FrameError, load_key, wheel_hash
 
@@ -29,74 +30,46 @@ _TAG_HEX = 2 * TAG_BYTES
 _HEXDIGITS = frozenset(b"0123456789abcdef")
 
 
-class Frame:
+class Frame(NamedTuple):
     """A frame whose CRC (and tag, when checked) is right.
 
     `line` is the frame's bytes from "$" to its CRC, without newline and without the resend
-    mark; `resent` says whether it came marked "~" (an answer to RESEND). `fields` is parsed
-    on first use (most frames of a stream are never looked into by the checker); a bad field
-    layout then raises FrameError.
+    mark; `resent` says whether it came marked "~" (an answer to RESEND). `raw` holds the
+    fields as sent; `fields` parses them at each use (most frames of a stream are never
+    looked into; a handler that needs several fields reads `fields` once). A bad field
+    layout raises FrameError there. A tuple: built at C speed, immutable, compared by value.
     """
 
-    __slots__ = (
-        "_fields",
-        "_ms",
-        "boot",
-        "line",
-        "raw",
-        "resent",
-        "seq",
-        "start",
-        "table",
-        "tagged",
-        "type",
-        "verified",
-    )
-
-    def __init__(
-        self,
-        table: str,
-        boot: int,
-        seq: int,
-        ms: int | str,
-        type: str,
-        raw: str,
-        tagged: bool,
-        resent: bool,
-        line: bytes,
-        start: str = "$",
-        verified: bool = False,
-    ) -> None:
-        self.table = table
-        self.boot = boot
-        self.seq = seq
-        self._ms = ms  # kept as sent until read: most frames' ms is never looked at
-        self.type = type
-        self.raw = raw  # the fields as sent: "k=v,k=v" (escaped)
-        self.tagged = tagged
-        self.resent = resent
-        self.line = line
-        self.start = start
-        self.verified = verified
-        self._fields: dict[str, str] | None = None
+    table: str
+    boot: int
+    seq: int
+    msraw: str  # the ms field as sent (see `ms`)
+    type: str
+    raw: str  # "k=v,k=v" (escaped)
+    tagged: bool
+    resent: bool
+    line: bytes
 
     @property
     def fields(self) -> dict[str, str]:
-        if self._fields is None:
-            self._fields = parse_fields(self.raw)
-        return self._fields
+        return parse_fields(self.raw)
 
     @property
     def ms(self) -> int:
-        return int(self._ms)
+        return int(self.msraw)
+
+    @property
+    def start(self) -> str:
+        """ "$" for a frame, ">" for a command."""
+        return chr(self.line[0])
 
     @property
     def key(self) -> tuple[int, int]:
         return (self.boot, self.seq)
 
-    def int(self, name: str) -> int:
+    def int(self, name: str, fields: dict[str, str] | None = None) -> int:
         """An integer field; FrameError when absent or not a number."""
-        text = self.fields.get(name)
+        text = (self.fields if fields is None else fields).get(name)
         try:
             return int(text)  # type: ignore[arg-type]
         except (TypeError, ValueError):
@@ -106,17 +79,23 @@ class Frame:
         return f"Frame({self.start}{self.table} {self.boot}:{self.seq} {self.type} {self.raw!r})"
 
 
+_new_frame = tuple.__new__  # Frame's fields in order, without the Python-level __new__
+
+
 def parse_fields(raw: str) -> dict[str, str]:
     """ "k=v,k=v" -> dict, values unescaped; FrameError for a bad layout."""
     if not raw:
         return {}
     parts = raw.split(",")
-    fields: dict[str, str] = {}
-    for p in parts:
-        k, eq, v = p.partition("=")
-        if not k or not eq or "=" in v or k in fields:
-            raise FrameError("bad field")
-        fields[k] = _unescape(v) if "%" in v else v
+    try:
+        # dict() refuses any part that does not split in exactly two: one "=" per field.
+        fields = dict([p.split("=") for p in parts])
+    except ValueError:
+        raise FrameError("bad field") from None
+    if len(fields) != len(parts) or "" in fields:
+        raise FrameError("bad field")  # a name twice, or an empty name
+    if "%" in raw:
+        fields = {k: _unescape(v) if "%" in v else v for k, v in fields.items()}
     return fields
 
 
@@ -228,16 +207,4 @@ def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
             raise FrameError("bad field")  # one "=" per field; the rest is checked when read
     else:
         raw = ""
-    return Frame(
-        table,
-        int(boot),
-        int(seq),
-        ms,
-        ftype,
-        raw,
-        tagged,
-        resent,
-        line,
-        chr(first),
-        verifier is not None,
-    )
+    return _new_frame(Frame, (table, int(boot), int(seq), ms, ftype, raw, tagged, resent, line))

@@ -7,6 +7,7 @@ on one core, with and without HMAC-SHA256 tags.
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -98,6 +99,11 @@ def main() -> None:
     goal = 300_000
     verdict = "met" if plain["check"] >= goal else "NOT met"
     con.print(f"goal {goal:,} frames/s decoded + checked without HMAC: {verdict}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    con.print(
+        f"(best of 5 runs; load average {load:.2f} on {os.cpu_count()} cores while measuring:"
+        " other work on the machine lowers these figures)"
+    )
 
 
 if __name__ == "__main__":
