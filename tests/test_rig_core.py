@@ -247,7 +247,7 @@ def _frames(spec):
     return [(rx * 1000, bytes(enc.frame(t, f)).rstrip(b"\n")) for rx, t, f in spec]
 
 
-def _board(rnvp1=20.2, res1="17", void2="same_dir", fault=True, rnvp3=79.0):
+def _board(rnvp1=20.2, res1="17", void2="same_dir", fault=True, rnvp3=79.0, extra=()):
     spec = [
         (0.1, proto.T_BOOT, ("fw", "x", "wheel", "0", "reset", "power", "faults", "", "prev", "-")),
         (11.0, proto.T_LAUNCH, ("spin", 41, "rdir", "cw", "bdir", "ccw")),
@@ -264,6 +264,7 @@ def _board(rnvp1=20.2, res1="17", void2="same_dir", fault=True, rnvp3=79.0):
         (rnvp3, proto.T_RNVP, ("spin", 43, "drop_ms", 1, "lead_ms", 1, "why", "fit")),
         (80.6, proto.T_DROP, ("spin", 43, "revs", 12)),
         (85.0, proto.T_RESULT, result_fields(43, "00")),
+        *extra,
     ]
     return _frames(spec)
 
@@ -512,3 +513,12 @@ def test_reader_asks_status_when_the_table_is_known_before_any_frame():
         assert not r.hello()  # no table, no frame: nothing to ask with
     finally:
         r.stop()
+
+
+def test_compare_wants_a_tamp_frame_for_a_truth_tamper():
+    truth = [*TRUTH, _truth(3, 100.0, "tamper", what="lid")]
+    c = cmpmod.compare(truth, _board())
+    assert not c.ok and "tamper lid at 100.000 s: no TAMP frame" in c.problems
+    c = cmpmod.compare(truth, _board(extra=[(100.4, proto.T_TAMPER, ("what", "lid"))]))
+    assert c.ok, c.problems
+    assert c.faults_expected == 2 and c.faults_matched == 2

@@ -67,7 +67,7 @@ class SpinCheck:
 @dataclass
 class Comparison:
     spins: list[SpinCheck] = field(default_factory=list)
-    faults_expected: int = 0
+    faults_expected: int = 0  # truth faults and tamper events
     faults_matched: int = 0
     problems: list[str] = field(default_factory=list)
     rnvp_within: int = 0
@@ -102,7 +102,7 @@ def truth_spins(records: Iterable[dict[str, Any]]) -> tuple[list[SpinTruth], lis
     for r in records:
         if r.get("kind") != "truth":
             continue
-        if r.get("event") == "fault":
+        if r.get("event") in ("fault", "tamper"):
             faults.append(r)
         n = r.get("spin")
         if isinstance(n, int):
@@ -230,26 +230,34 @@ def compare(
     ]
     if stray:
         cmp.problems.append(f"outcomes outside any spin: {stray[:5]}")
-    # Faults: each truth fault needs a FAULT frame with its code and on/off, soon after.
-    fault_frames = [(rx, f) for rx, f in frames if f.type == proto.T_FAULT]
+    # Faults: each truth fault needs a FAULT frame with its code and on/off, soon after;
+    # each truth tamper event (lid opened while closed) a TAMP frame with its `what`.
+    events = [(rx, f) for rx, f in frames if f.type in (proto.T_FAULT, proto.T_TAMPER)]
     taken: set[int] = set()
     cmp.faults_expected = len(faults)
     for r in faults:
         t = r.get("t_us", 0) / 1000
-        code, on = str(r.get("code")), str(r.get("on", 1))
+        if r.get("event") == "tamper":
+            want = {"type": proto.T_TAMPER, "what": str(r.get("what"))}
+            label = f"tamper {want['what']}"
+        else:
+            want = {"type": proto.T_FAULT, "code": str(r.get("code")), "on": str(r.get("on", 1))}
+            label = f"fault {want['code']} on={want['on']}"
         hit = next(
             (
                 k
-                for k, (rx, f) in enumerate(fault_frames)
+                for k, (rx, f) in enumerate(events)
                 if k not in taken
-                and f.fields.get("code") == code
-                and f.fields.get("on", "1") == on
+                and f.type == want["type"]
+                and all(f.fields.get(key, "1" if key == "on" else None) == v
+                        for key, v in want.items() if key != "type")
                 and t - 100 <= rx <= t + tol.fault_s * 1000
             ),
             None,
-        )
+        )  # fmt: skip
         if hit is None:
-            cmp.problems.append(f"fault {code} on={on} at {t / 1000:.3f} s: no FAULT frame")
+            frame = want["type"]
+            cmp.problems.append(f"{label} at {t / 1000:.3f} s: no {frame} frame")
         else:
             taken.add(hit)
             cmp.faults_matched += 1
