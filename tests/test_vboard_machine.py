@@ -312,3 +312,31 @@ def test_team_firmware_boots_on_the_virtual_machine(tmp_path):
             assert not [e for e in board.events if e.get("event") == "irq_error"]
         finally:
             uart.close()
+
+
+def test_disable_irq_defers_edges_and_hard_timer_must_not_allocate(vb):
+    vb.skip_events()
+    vb.feed([sensor(5_000, "ball_b", 1), sensor(6_000, "ball_b", 0)])
+    out = exec_out(
+        vb,
+        "import machine, time, array\n"
+        "at = array.array('i', [0, 0])\n"
+        "def isr(pin):\n"
+        "    at[0] = time.ticks_us(); at[1] += 1\n"
+        "p = machine.Pin(11, machine.Pin.IN)\n"
+        "p.irq(isr, trigger=machine.Pin.IRQ_RISING, hard=True)\n"
+        "t0 = time.ticks_us()\n"
+        "s = machine.disable_irq()\n"
+        "time.sleep_ms(20)\n"
+        "print(at[1])\n"
+        "machine.enable_irq(s)\n"
+        "print(at[1], time.ticks_diff(at[0], t0) >= 20000)\n"
+        "t = machine.Timer(period=5, callback=lambda t: [t], hard=True)\n"
+        "time.sleep_ms(20)\n"
+        "print(machine.stats['irq_errors'] >= 1)\n",
+    )
+    lines = out.splitlines()
+    assert lines[:3] == ["0", "1 True", "Uncaught exception in IRQ callback handler"], out
+    assert "MemoryError" in out
+    assert lines[-1] == "True"
+    assert vb.wait_event("irq_error", timeout=5) is not None
