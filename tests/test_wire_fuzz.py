@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmc.checker import Checker, Report
-from rmc.framegen import session_lines
+from rmc.framegen import result_fields, session_lines
 from rmc.frames import CrcError, FrameError, decode
 from rmcfw import frames as fwframes
 from rmcfw import proto
@@ -303,3 +303,25 @@ def test_dollar_in_repl_text_is_noise_but_a_frame_after_a_prompt_is_read():
     r = check(stream)
     assert r.noise == 2 and r.crc_errors == 0 and r.valid == len(lines)
     assert r.clean and [(x["spin"], x["result"]) for x in r.results] == list(results)
+
+
+@SETTINGS
+@given(st.data())
+def test_untagged_forgeries_in_a_tagged_stream_without_key(data):
+    """Without the key, a forger's untagged frames can neither fill a gap nor push out the
+    table's tagged frame of the same (boot, seq): they are counted as forgeries."""
+    lines, results = clean(KEY)
+    stream = list(lines)
+    lost = data.draw(st.integers(5, len(lines) - 5))
+    del stream[lost]  # a genuine frame lost...
+    picks = data.draw(st.sets(st.integers(5, len(lines) - 5), min_size=1, max_size=5))
+    for seq0 in sorted(picks):  # ...and untagged frames forged under genuine (boot, seq)
+        enc = Encoder("T01", 1, seq=seq0)
+        forged = bytes(enc.frame(proto.T_RESULT, result_fields(1, "CMC")))
+        genuine_at = next(i for i, x in enumerate(stream) if decode(x).seq >= seq0 + 1)
+        before = data.draw(st.booleans())
+        stream.insert(genuine_at if before else genuine_at + 1, forged)
+    r = check(stream)
+    assert r.auth_failures == len(picks)
+    assert [g[1:] for g in r.gaps] == [[lost + 1, lost + 1]]
+    assert all(x["result"] != "CMC" or (x["spin"], "CMC") in results for x in r.results)

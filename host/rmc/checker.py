@@ -141,6 +141,7 @@ class Checker:
         self.frames: dict[tuple[int, int], Frame] = {}
         self.rx: dict[tuple[int, int], float | None] = {}  # host receive time per frame
         self._untagged: list[tuple[int, int]] = []
+        self._displaced = 0  # untagged frames replaced by the tagged frame of the same key
         self._tagged_seen = False
         self._foreign: list[Frame] = []
         self._conflicts: list[Frame] = []
@@ -208,6 +209,18 @@ class Checker:
             return f
         key = (f.boot, f.seq)
         old = self.frames.get(key)
+        if old is not None and f.tagged and not old.tagged and self.verifier is None:
+            # An untagged frame took the place of a tagged one: the tagged one is the table's
+            # (a table with a key tags everything); the other is counted a forgery.
+            self._displaced += 1
+            self._untagged.remove(key)
+            self._tagged_seen = True
+            c.unverified += 1
+            self.frames[key] = f
+            return f
+        if old is not None and old.tagged and not f.tagged and self.verifier is None:
+            self._displaced += 1  # an untagged copy of a tagged frame's place: a forgery
+            return None
         if old is not None:
             if old.line == f.line:
                 c.duplicates += 1
@@ -311,13 +324,14 @@ class Checker:
             return list(self.frames)
         return sorted(self.frames)
 
-    def gaps(self) -> list[list[int]]:
+    def gaps(self, keys: list[tuple[int, int]] | None = None) -> list[list[int]]:
         """Missing ranges [boot, first_seq, last_seq], from what the frames tell.
 
         Within a boot, from its first frame received (the first boot of a recording may have
         begun before it) or from seq 1 (later boots), to its last frame received or to the
         last seq the firmware says it used (an ACK's top, the next BOOT's prev)."""
-        keys = self.keys()
+        if keys is None:
+            keys = self.keys()
         if not keys:
             return []
         prev_ends: dict[int, int] = {}
@@ -365,6 +379,7 @@ class Checker:
         r = Report(**{k: getattr(c, k) for k in Report.__dataclass_fields__})
         r.results, r.voids, r.violations, r.faults, r.tamper = [], [], [], [], []
         r.table = self.table
+        r.auth_failures += self._displaced
         if self._tagged_seen and self.verifier is None and self._untagged:
             # The table tags its frames: untagged ones with its name were not sent by it.
             r.auth_failures += len(self._untagged)
@@ -375,7 +390,7 @@ class Checker:
         boots = sorted({b for b, _ in frames})
         r.boots = boots
         r.reboots = max(len(boots) - 1, 0)
-        r.gaps = self.gaps()
+        r.gaps = self.gaps(None if frames is self.frames else sorted(frames))
         for f in self._foreign:
             r.violations.append(_v(f, "table", f"frame of table {f.table!r}"))
         for f in self._conflicts:
