@@ -122,15 +122,7 @@ def test_pulsegen_streams_a_schedule_larger_than_its_memory():
         n = gen.load(edges, 0)
         assert n == 300 and gen.pending > 0
         gen.go(20_000)
-        deadline = time.perf_counter() + 10
-        while gen.pending or not gen._ended:
-            gen.pump()
-            time.sleep(0.01)
-            assert time.perf_counter() < deadline
-        while gen.stat().state == "running":
-            time.sleep(0.02)
-            assert time.perf_counter() < deadline
-        st = gen.stat()
+        st = gen.finish(timeout=10)
         assert st.state == "done" and st.played == 300 and st.starved == 0
         lv = [lv for _, lv in tg.changes[3:]]  # after power-up, RESET and SET
         assert lv == [0b100, 0] * 150

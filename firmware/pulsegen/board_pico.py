@@ -1,11 +1,11 @@
-# Pulse generator on a Raspberry Pi Pico (RP2040): binds pulsegen.core to pins and USB serial.
+# Pulse generator on a Raspberry Pi Pico (RP2040): binds pulsegen.core to pins and a serial line.
 #
 # The rig's second Pico drives the table's ball and rotor sensor lines. Requests come in on
-# the USB serial line (sys.stdin), replies go out on sys.stdout. Between events the loop
-# reads the line; within GUARD_US of an event it busy-waits on ticks_us and then writes all
-# lines in one store to the RP2040's SIO set/clear registers, so simultaneous edges are
-# simultaneous. The pins come from rig_pins.json ("pulsegen") when deployed, else defaults.
-import select
+# the USB serial line (sys.stdin; replies on sys.stdout), or on a UART when rig_pins.json says
+# "transport": "uart" (a rig host with a hardware serial port; the virtual board). Between
+# events the loop reads the line; within GUARD_US of an event it busy-waits on ticks_us and
+# then writes all lines in one store to the RP2040's SIO set/clear registers, so simultaneous
+# edges are simultaneous (a port without machine.mem32 writes the pins one by one).
 import sys
 import time
 
@@ -20,20 +20,29 @@ _SIO_OUT_SET = 0xD0000014
 _SIO_OUT_CLR = 0xD0000018
 
 
-def load_pins(path="rig_pins.json"):
+def load_config(path="rig_pins.json"):
+    """(GP numbers, transport, uart id, baud) from the deployed rig pin map, else defaults."""
     try:
         import json
 
         with open(path) as f:
-            lines = json.load(f)["pulsegen"]["lines"]
-        return tuple(lines[n]["gp"] for n in NAMES)
+            cfg = json.load(f)["pulsegen"]
+        gps = tuple(cfg["lines"][n]["gp"] for n in NAMES)
+        return gps, cfg.get("transport", "usb"), cfg.get("uart", 0), cfg.get("baud", 115200)
     except (OSError, KeyError, ValueError):
-        return DEFAULT_PINS
+        return DEFAULT_PINS, "usb", 0, 115200
 
 
 def make_writer(gps):
-    for gp in gps:
-        machine.Pin(gp, machine.Pin.OUT, value=0)
+    pins = [machine.Pin(gp, machine.Pin.OUT, value=0) for gp in gps]
+    mem32 = getattr(machine, "mem32", None)
+    if mem32 is None:
+
+        def write_pins(lv):
+            for i in range(len(pins)):
+                pins[i].value(lv >> i & 1)
+
+        return write_pins
     n = 1 << len(gps)
     set_tab = [0] * n
     clr_tab = [0] * n
@@ -43,7 +52,6 @@ def make_writer(gps):
                 set_tab[lv] |= 1 << gp
             else:
                 clr_tab[lv] |= 1 << gp
-    mem32 = machine.mem32
 
     def write(lv):
         # Two stores: every line changes within a few tens of nanoseconds of the others.
@@ -53,12 +61,9 @@ def make_writer(gps):
     return write
 
 
-def main():
-    gps = load_pins()
-    gen = core.Generator(
-        NAMES, make_writer(gps), time.ticks_us, time.ticks_add, time.ticks_diff, capacity=4096
-    )
-    reader = core.LineReader()
+def serve_usb(gen, reader):
+    import select
+
     poll = select.poll()
     poll.register(sys.stdin, select.POLLIN)
     inp = sys.stdin.buffer
@@ -73,6 +78,32 @@ def main():
                 if line is not None:
                     out.write(gen.handle(line))
                     break  # back to the schedule: the next event may be near
+
+
+def serve_uart(gen, reader, uart):
+    buf = bytearray(64)
+    while True:
+        wait = gen.service(GUARD_US)
+        n = uart.readinto(buf) if uart.any() else 0
+        if n:
+            for i in range(n):
+                line = reader.feed_byte(buf[i])
+                if line is not None:
+                    uart.write(gen.handle(line))
+        elif wait < 0 or wait > 1000:
+            time.sleep_ms(1)  # idle: nothing due within the next millisecond
+
+
+def main():
+    gps, transport, uart_id, baud = load_config()
+    gen = core.Generator(
+        NAMES, make_writer(gps), time.ticks_us, time.ticks_add, time.ticks_diff, capacity=4096
+    )
+    reader = core.LineReader()
+    if transport == "uart":
+        serve_uart(gen, reader, machine.UART(uart_id, baudrate=baud, timeout=0))
+    else:
+        serve_usb(gen, reader)
 
 
 if __name__ == "__main__":

@@ -290,8 +290,6 @@ def _jitter(args: argparse.Namespace) -> int:
 
 
 def _pulsegen_jitter(args: argparse.Namespace) -> dict[str, Any]:
-    import time
-
     from rmc.rig.jitter import square_wave
     from rmc.rig.link import open_port
     from rmc.rig.pulsegen import PulseGen
@@ -301,12 +299,7 @@ def _pulsegen_jitter(args: argparse.Namespace) -> dict[str, Any]:
         gen = PulseGen(port)
         gen.load(square_wave(args.line, args.edges, args.period_us), 0)
         gen.go(100_000)
-        while gen.pending or not gen._ended:
-            gen.pump()
-            time.sleep(0.01)
-        while (st := gen.stat()).state == "running":
-            time.sleep(0.05)
-        return st.__dict__
+        return gen.finish(timeout=args.edges * args.period_us / 2e6 + 30).__dict__
     finally:
         port.close()
 

@@ -230,6 +230,20 @@ class PulseGen:
         self._free = int(f.get("free", 0))
         return True
 
+    def finish(self, timeout: float, poll_s: float = 0.02) -> Stat:
+        """Keep the generator fed until the schedule has played; its final STAT.
+
+        PulseGenError when it has not finished within `timeout` seconds."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            self.pump()
+            st = self.stat()
+            if st.state in ("done", "stopped", "idle"):
+                return st
+            if time.perf_counter() > deadline:
+                raise PulseGenError(f"pulse generator still {st.state} after {timeout} s")
+            time.sleep(poll_s)
+
     @property
     def pending(self) -> int:
         """Events not yet sent to the generator."""

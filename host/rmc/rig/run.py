@@ -102,13 +102,11 @@ class Rig:
             stats = player.play(host_edges, t0=t0, idle=idle, actions=actions)
             end_t = t0 + (edges[-1].t_us / 1e6 if edges else 0.0)
             if self.pulsegen is not None:
-                while self.pulsegen.pending and time.perf_counter() < end_t + 1:
-                    self.pulsegen.pump()
-                    time.sleep(0.005)
+                # The generator's schedule ends with its last edge: feed it until then.
+                left = max(0.0, end_t - time.perf_counter())
+                gen_stat = self.pulsegen.finish(timeout=left + 2.0)
             while time.perf_counter() < end_t:
                 time.sleep(0.01)
-            if self.pulsegen is not None:
-                gen_stat = self.pulsegen.stat()
             time.sleep(self.tail_s)
         finally:
             received = reader.stop()

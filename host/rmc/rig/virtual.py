@@ -190,3 +190,24 @@ def firmware_flash(folder: Path | str) -> Path:
     shutil.copy(HARDWARE_DIR / "pico_pins.json", dst / "pins.json")
     shutil.copy(HARDWARE_DIR / "wheel.json", dst / "wheel.json")
     return dst
+
+
+def pulsegen_flash(folder: Path | str) -> Path:
+    """A flash image folder that makes a virtual board a pulse generator (firmware/pulsegen/
+    as deployed on the rig's second Pico), talking over its frame UART instead of USB."""
+    import json
+    import shutil
+
+    from rmc import FIRMWARE_DIR, HARDWARE_DIR
+
+    dst = Path(folder)
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    src = FIRMWARE_DIR / "pulsegen"
+    shutil.copytree(src, dst / "pulsegen", ignore=shutil.ignore_patterns("__pycache__", "main.py"))
+    shutil.copy(src / "main.py", dst / "main.py")
+    pins = json.loads((HARDWARE_DIR / "rig_pins.json").read_text())
+    pins["pulsegen"]["transport"] = "uart"  # the virtual board serves its UART on a socket
+    (dst / "rig_pins.json").write_text(json.dumps(pins))
+    return dst
