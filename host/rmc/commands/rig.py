@@ -58,7 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     v = rs.add_parser("virtual", help="play a trace into the virtual board (no hardware)")
     v.add_argument("trace", metavar="TRACE.jsonl")
-    v.add_argument("--speed", type=float, default=10.0, help="virtual seconds per second")
+    v.add_argument("--speed", type=float, default=5.0, help="virtual seconds per second")
     _play_options(v)
     v.set_defaults(func=_virtual)
 
