@@ -228,3 +228,37 @@ def test_mpremote_stops_main_py_running_since_power_up(tmp_path, speed):
         p = board.mpremote("exec", "import machine; print('at the REPL', machine.reset_cause())")
         assert p.stdout.strip() == "at the REPL 1"
         assert time.monotonic() - t < 5
+
+
+def test_hung_program_watchdog_and_unheard_ctrl_c(tmp_path):
+    # A loop that never calls time/machine: the board's watchdog still resets it, and a
+    # Ctrl-C it cannot hear resets it too (the REPL link drops, as on a reset).
+    flash = tmp_path / "flash"
+    flash.mkdir()
+    (flash / "main.py").write_text(
+        "import machine\n"
+        "if machine.reset_cause() != machine.WDT_RESET:\n"
+        "    with open('hung.txt', 'w') as f:\n"
+        "        f.write('yes')\n"
+        "    w = machine.WDT(timeout=1000)\n"
+        "    while True:\n"
+        "        pass\n"
+    )
+    with VirtualBoard(flash=flash) as board:
+        ev = board.wait_event("reset", timeout=20, where=lambda e: e["kind"] == "wdt")
+        assert ev is not None
+        time.sleep(0.5)
+        p = board.mpremote(
+            "exec", "import machine; print(machine.reset_cause(), open('hung.txt').read())"
+        )
+        assert p.stdout.split() == ["3", "yes"]
+        s = socket.create_connection(("127.0.0.1", board.repl_port))
+        s.sendall(b"\r\x03\r\x01\x04")
+        time.sleep(0.3)
+        s.sendall(b"while True: pass\x04")
+        time.sleep(0.3)
+        s.close()
+        board.mpremote("exec", "print('x')", check=False, timeout=30)  # Ctrl-C unheard: reset
+        assert board.wait_event("reset", timeout=20, where=lambda e: e["kind"] == "reset")
+        p = board.mpremote("exec", "print('back')")
+        assert p.stdout.strip() == "back"

@@ -205,7 +205,7 @@ function makeSchedule(events, base) {
 
 // ---------------------------------------------------------------------------------------
 // Shared world state: clock, schedule cursor, sensor levels.
-const ctrlBuf = new SharedArrayBuffer(8);
+const ctrlBuf = new SharedArrayBuffer(32); // [MAIL, CURSOR, BEAT, BUSY, WDT_MS, ...]
 const worldBuf = new SharedArrayBuffer(8);
 const levelsBuf = new SharedArrayBuffer(NCHAN);
 const ctrl = new Int32Array(ctrlBuf);
@@ -310,8 +310,10 @@ function post(msg) {
 }
 // Bytes go to the worker's port even while it boots (main.py may be running and must see
 // Ctrl-C); only between two workers are they kept here.
+let lastCtrlC = 0;
 function onReplData(data) {
   if (!powered) return; // nobody listens on a dead board
+  if (data.includes(3)) lastCtrlC = Date.now();
   if (mail) post({ type: "in", data: new Uint8Array(data) });
   else pendingIn.push(...data);
 }
@@ -363,8 +365,10 @@ function startBoard(mode) {
       pendingUart = [];
     } else if (m.type === "snapshot") {
       flash = m.fs;
-      saveFlash();
-      if (snapshotWaiter) snapshotWaiter();
+      if (m.asked) {
+        saveFlash();
+        if (snapshotWaiter) snapshotWaiter();
+      }
     } else if (m.type === "event") event(m);
     else if (m.type === "reboot") onReboot(m);
     else if (m.type === "crash") {
@@ -449,6 +453,41 @@ function powerOn() {
   event({ event: "power", state: "on", t_us: world[0] });
   startBoard("power");
 }
+
+// ---------------------------------------------------------------------------------------
+// A hung interpreter (a loop that never calls time or machine) cannot see Ctrl-C nor its
+// watchdog from inside: the main thread watches its heartbeat and resets the board, with the
+// files of the last snapshot, when its watchdog would have fired or when Ctrl-C went unheard.
+const HANG_MS = 4000;
+let lastBeat = -1;
+let beatSince = Date.now();
+setInterval(() => {
+  const beat = Atomics.load(ctrl, 2);
+  if (beat !== lastBeat || !worker || !Atomics.load(ctrl, 3)) {
+    lastBeat = beat;
+    beatSince = Date.now();
+    return;
+  }
+  const stuck = Date.now() - beatSince;
+  const wdtMs = Atomics.load(ctrl, 4);
+  const wdtFired = wdtMs > 0 && stuck >= Math.max(HANG_MS, wdtMs / Math.max(opts.speed, 1));
+  const unheard = lastCtrlC > beatSince && Date.now() - lastCtrlC >= HANG_MS;
+  if (!wdtFired && !unheard) return;
+  const w = worker;
+  log(`interpreter hung for ${stuck} ms (${wdtFired ? "watchdog" : "Ctrl-C unheard"}): reset`);
+  if (!wdtFired) send(replClient, "\r\n[vboard: program hung outside time/machine calls; board reset]\r\n");
+  worker = null;
+  w.terminate();
+  beatSince = Date.now();
+  onReboot({
+    kind: wdtFired ? "wdt" : "reset",
+    cause: wdtFired ? 3 : cause,
+    mode: "power",
+    fs: flash,
+    pending: [],
+    uart: [],
+  });
+}, 250).unref();
 
 // ---------------------------------------------------------------------------------------
 // Control (stdin JSON lines) and shutdown.

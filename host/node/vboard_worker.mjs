@@ -14,11 +14,14 @@ import { performance } from "node:perf_hooks";
 import { loadMicroPython } from "@micropython/micropython-webassembly-pyscript";
 
 const W = workerData;
-const ctrl = new Int32Array(W.ctrlBuf); // [MAIL, CURSOR]
+const ctrl = new Int32Array(W.ctrlBuf); // [MAIL, CURSOR, BEAT, BUSY, WDT_MS]
 const world = new Float64Array(W.worldBuf); // [NOW_US]
 const levels = new Uint8Array(W.levelsBuf); // channel values, 45 channels
 const MAIL = 0;
 const CURSOR = 1;
+const BEAT = 2; // bumped at every bridge call: the main thread spots a hung interpreter
+const BUSY = 3;
+const WDT_MS = 4;
 const cfg = W.config;
 const TICKS_MASK = 0x3fffffff; // MicroPython's ticks period on a 32-bit port is 2**30
 
@@ -74,7 +77,13 @@ let booting = true; // before the REPL: a Ctrl-C now is meant for main.py
 let pendingPower = null; // "cut" asked by the host, done at the next bridge call
 let snapshotAsked = false;
 
+// Files changed since the last snapshot sent to the main thread. Writes to an open file are
+// not seen one by one, so snapshots go on for a while after each open-for-write.
+let fsDirty = false;
+let dirtyUntil = 0;
+let lastSnap = 0;
 function checkMail() {
+  Atomics.add(ctrl, BEAT, 1);
   const m = Atomics.load(ctrl, MAIL);
   if (m === seenMail) return;
   seenMail = m;
@@ -99,7 +108,7 @@ function checkMail() {
   }
   if (snapshotAsked) {
     snapshotAsked = false;
-    parentPort.postMessage({ type: "snapshot", fs: snapshotFS() });
+    sendSnapshot(true);
   }
 }
 
@@ -271,7 +280,7 @@ function waitWall(t) {
     const remaining = wallAnchor + (t - virtAnchor) / (1000 * speed) - performance.now();
     if (remaining <= 0.05) return true;
     flushOut();
-    Atomics.wait(ctrl, MAIL, seenMail, remaining);
+    Atomics.wait(ctrl, MAIL, seenMail, Math.min(remaining, 250));
     checkMail();
     if (interrupts > 0 || pendingPower) return false;
   }
@@ -280,6 +289,9 @@ function waitWall(t) {
 // Host requests and Ctrl-C, checked at every bridge call. Returns -2 for KeyboardInterrupt.
 function service() {
   checkMail();
+  if ((fsDirty || performance.now() < dirtyUntil) && performance.now() - lastSnap > 1000) {
+    sendSnapshot(); // what a hung interpreter would otherwise lose
+  }
   if (pendingPower === "cut") {
     pendingPower = null;
     throw new BoardReset("power", CAUSE.PWRON);
@@ -387,6 +399,17 @@ const bridge = {
   wdt_start: (timeoutUs) => {
     wdtTimeout = Number(timeoutUs);
     wdtDeadline = now + wdtTimeout;
+    Atomics.store(ctrl, WDT_MS, Math.max(1, Math.round(wdtTimeout / 1000)));
+  },
+  fs_dirty: () => {
+    fsDirty = true;
+    dirtyUntil = performance.now() + 5000;
+  },
+  // A file closed, renamed or removed: snapshot now (rate-limited), so that a hang right
+  // after loses nothing the board's flash would keep.
+  fs_changed: () => {
+    fsDirty = true;
+    if (performance.now() - lastSnap > 50) sendSnapshot();
   },
   wdt_feed: () => {
     if (wdtTimeout) wdtDeadline = now + wdtTimeout;
@@ -405,6 +428,11 @@ const bridge = {
 
 // ---------------------------------------------------------------------------------------
 // File system: carried from one boot to the next as a snapshot of the user's files.
+function sendSnapshot(asked = false) {
+  fsDirty = false;
+  lastSnap = performance.now();
+  parentPort.postMessage({ type: "snapshot", asked, fs: snapshotFS() });
+}
 const SKIP = new Set(["/dev", "/proc", "/tmp", "/home", "/.vboard"]);
 let FS = null;
 let mpModule = null;
@@ -448,13 +476,19 @@ let pasting = false;
 let pasteBuf = [];
 let pasteCredit = 0;
 
+function setBusy(on) {
+  busy = on;
+  Atomics.store(ctrl, BUSY, on ? 1 : 0);
+  Atomics.add(ctrl, BEAT, 1);
+}
+
 function feedChar(c) {
-  busy = true;
+  setBusy(true);
   anchor();
   try {
     return mp.replProcessChar(c);
   } finally {
-    busy = false;
+    setBusy(false);
   }
 }
 
@@ -478,7 +512,7 @@ function pasteByte(c) {
 }
 
 function runPy(code) {
-  busy = true;
+  setBusy(true);
   anchor();
   try {
     mp.runPython(code);
@@ -490,7 +524,7 @@ function runPy(code) {
     }
     else throw e;
   } finally {
-    busy = false;
+    setBusy(false);
   }
 }
 
@@ -515,6 +549,10 @@ function replLoop() {
     pendingPower = null;
     if (inQ.length === 0) {
       flushOut();
+      if (fsDirty || performance.now() < dirtyUntil) {
+        sendSnapshot();
+        dirtyUntil = 0;
+      }
       Atomics.wait(ctrl, MAIL, seenMail);
       continue;
     }
@@ -553,7 +591,9 @@ function replLoop() {
 }
 
 async function boot() {
+  Atomics.add(ctrl, BEAT, 1);
   mp = await loadMicroPython({ heapsize: W.heap, stdout, stderr: stdout, linebuffer: false });
+  Atomics.add(ctrl, BEAT, 1);
   mpModule = mp._module;
   FS = mp.FS;
   restoreFS(W.fs);
@@ -587,6 +627,8 @@ async function boot() {
   replLoop();
 }
 
+Atomics.store(ctrl, WDT_MS, 0); // a fresh board has no watchdog running
+Atomics.store(ctrl, BUSY, 1); // booting counts as busy: a hung boot.py is seen too
 try {
   for (const b of W.pending) inQ.push(b);
   for (const b of W.uart) uartQ.push(b);

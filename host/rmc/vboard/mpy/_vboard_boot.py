@@ -10,6 +10,7 @@ import os
 import sys
 import time
 
+import _vbhw
 import machine
 
 for _name in ("ticks_us", "ticks_ms", "sleep", "sleep_ms", "sleep_us", "time", "time_ns"):
@@ -46,7 +47,12 @@ def _fix(e):
 _FLASH_OP_US = machine._CFG.get("flash_op_us", 0)
 
 
+_fs_dirty = _vbhw.fs_dirty
+_fs_changed = _vbhw.fs_changed
+
+
 def _flash_op():
+    _fs_dirty()  # the Node side keeps a copy of the files, refreshed when they change
     if _FLASH_OP_US and not machine._state[0]:
         machine._sleep_us(_FLASH_OP_US)
 
@@ -58,9 +64,12 @@ def _wrap(fn, empty_is_cwd=False, writes=False):
         if writes:
             _flash_op()
         try:
-            return fn(*args)
+            ret = fn(*args)
         except OSError as e:
             raise _fix(e) from None
+        if writes:
+            _fs_changed()
+        return ret
 
     return call
 
@@ -125,12 +134,38 @@ def open(file, mode="r", *args, **kw):  # replaces the builtin on purpose
             isdir = False
         if isdir:
             raise OSError(21)  # EISDIR: Emscripten would open a folder for reading
-    if "w" in mode or "a" in mode or "+" in mode or "x" in mode:
+    writing = "w" in mode or "a" in mode or "+" in mode or "x" in mode
+    if writing:
         _flash_op()
     try:
-        return _open(file, mode, *args, **kw)
+        f = _open(file, mode, *args, **kw)
     except OSError as e:
         raise _fix(e) from None
+    return _WFile(f) if writing else f
+
+
+class _WFile:
+    """A file open for writing: its close is reported to the Node side (flash snapshot)."""
+
+    def __init__(self, f):
+        self._f = f
+        self.write = f.write
+
+    def close(self):
+        self._f.close()
+        _fs_changed()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __iter__(self):
+        return iter(self._f)
+
+    def __getattr__(self, name):
+        return getattr(self._f, name)
 
 
 builtins.open = open
