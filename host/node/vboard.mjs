@@ -380,17 +380,18 @@ function startBoard(mode) {
     if (worker !== w) return;
     log(`worker error: ${e.stack || e}`);
     event({ event: "crash", message: String(e) });
+  });
+  w.on("exit", () => {
+    if (worker !== w) return; // ended by a reset: the next board is already starting
+    // The interpreter died without a reset (a crash): the board restarts from its flash.
     worker = null;
     mail = null;
     ready = false;
-    if (!quitting) setTimeout(() => startBoard("power"), 10);
-  });
-  w.on("exit", () => {
-    if (worker === w) {
-      worker = null;
-      mail = null;
-      ready = false;
-    }
+    if (quitting || !powered) return;
+    if (replClient) replClient.destroy();
+    replClient = null;
+    pendingIn = [];
+    setTimeout(() => startBoard("power"), 10);
   });
 }
 

@@ -255,7 +255,7 @@ function due(limit) {
     const ti = nextTimer();
     const tt = ti >= 0 ? timerNext[ti] : Infinity;
     const t = Math.min(te, tt, wdtDeadline);
-    if (t > limit) return -1;
+    if (t > limit || t === Infinity) return -1;
     if (!waitWall(t)) return -2; // interrupted while pacing
     setNow(t);
     if (t === wdtDeadline) {
@@ -304,6 +304,12 @@ function service() {
   return 0;
 }
 
+// Durations from Python: a bad value (NaN, negative) counts as 0 rather than derailing the clock.
+function dur(x) {
+  const v = Number(x);
+  return Number.isFinite(v) && v > 0 ? v : 0;
+}
+
 let target = 0;
 const bridge = {
   config: () => JSON.stringify(cfg.python),
@@ -335,7 +341,7 @@ const bridge = {
   // Sleep: set the wake-up time, then call until() until it returns -1.
   wait: (us) => {
     catchUp();
-    target = now + Math.max(0, Number(us));
+    target = now + dur(us);
   },
   until: () => {
     for (;;) {
@@ -389,7 +395,8 @@ const bridge = {
     return k;
   },
   timer_start: (slot, periodUs, once) => {
-    timerPeriod[slot] = Math.max(1, Number(periodUs));
+    if (!(slot >= 0 && slot < NTIMERS)) return;
+    timerPeriod[slot] = Math.max(1, dur(periodUs));
     timerOnce[slot] = once ? 1 : 0;
     timerNext[slot] = now + timerPeriod[slot];
   },
@@ -397,7 +404,7 @@ const bridge = {
     timerNext[slot] = Infinity;
   },
   wdt_start: (timeoutUs) => {
-    wdtTimeout = Number(timeoutUs);
+    wdtTimeout = Math.max(1, dur(timeoutUs));
     wdtDeadline = now + wdtTimeout;
     Atomics.store(ctrl, WDT_MS, Math.max(1, Math.round(wdtTimeout / 1000)));
   },
