@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rmc import ROOT
-from rmc.vboard import VBOARD_JS, VirtualBoard, VirtualBoardError
+from rmc.vboard import MPREMOTE, VBOARD_JS, VirtualBoard, VirtualBoardError
 
 SAMPLES = Path(__file__).parent / "vboard_samples"
 
@@ -262,3 +262,18 @@ def test_hung_program_watchdog_and_unheard_ctrl_c(tmp_path):
         assert board.wait_event("reset", timeout=20, where=lambda e: e["kind"] == "reset")
         p = board.mpremote("exec", "print('back')")
         assert p.stdout.strip() == "back"
+
+
+def test_repl_on_a_pty():
+    with VirtualBoard(pty=True) as board:
+        assert board.repl_pty is not None and board.repl_pty.startswith("/dev/")
+        p = subprocess.run(
+            [str(MPREMOTE), "connect", board.repl_pty, "exec", "print(2 ** 10)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert p.stdout.strip() == "1024"
+        # the socket still serves mpremote while the pty is idle
+        assert board.mpremote("exec", "print('socket')").stdout.strip() == "socket"

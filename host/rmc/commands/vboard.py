@@ -55,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--flash", metavar="DIR", type=Path, help="folder keeping the flash image")
     p.add_argument("--pins", metavar="PINS.json", type=Path, help="pin map (default: Pico)")
+    p.add_argument("--pty", action="store_true", help="also serve the REPL on a pseudo-terminal")
     p.set_defaults(func=run)
 
 
@@ -72,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         repl_port=args.repl_port,
         uart_port=args.uart_port,
         pins=args.pins,
+        pty=args.pty,
     )
     try:
         vb.start()
@@ -80,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(f"REPL  {vb.repl_url}   (mpremote connect {vb.repl_url} ...)", flush=True)
     print(f"UART  {vb.uart_url}   (rmc record --port {vb.uart_url})", flush=True)
+    if vb.repl_pty:
+        print(f"PTY   {vb.repl_pty}   (mpremote connect {vb.repl_pty} ...)", flush=True)
     # Stop cleanly on SIGTERM and on SIGINT even when started in the background (SIGINT
     # ignored): vb.stop() saves the flash and ends the node process.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import os
 import queue
+import select
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -51,6 +53,8 @@ class VirtualBoard:
     heap: str = "2M"
     raw_paste: bool = False  # serve mpremote's raw-paste mode instead of answering R\x00
     flash_op_us: int | None = None  # virtual time of one file system write (default 500)
+    pty: bool = False  # also serve the REPL on a pseudo-terminal (`repl_pty`), where available
+    repl_pty: str | None = field(default=None, init=False)
     node: str = "node"
     start_timeout: float = 20.0
     events: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
@@ -58,6 +62,7 @@ class VirtualBoard:
     _queue: queue.Queue = field(default_factory=queue.Queue, init=False, repr=False)
     _stderr: list[str] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _pty_fds: tuple[int, int] | None = field(default=None, init=False, repr=False)
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -101,6 +106,8 @@ class VirtualBoard:
             raise VirtualBoardError("virtual board did not start: " + self.stderr_text())
         self.repl_port = ready["repl_port"]
         self.uart_port = ready["uart_port"]
+        if self.pty:
+            self._start_pty()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -108,6 +115,13 @@ class VirtualBoard:
         proc, self._proc = self._proc, None
         if proc is None:
             return
+        if self._pty_fds is not None:
+            for fd in self._pty_fds:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            self._pty_fds = None
         if proc.poll() is None:
             try:
                 proc.stdin.write('{"cmd":"quit"}\n')
@@ -214,6 +228,63 @@ class VirtualBoard:
                 f"mpremote {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
             )
         return proc
+
+    # --- pseudo-terminal ------------------------------------------------------------------
+
+    def _start_pty(self) -> None:
+        """A pty whose other end is the REPL socket (`mpremote connect /dev/pts/N`)."""
+        try:
+            import pty
+            import tty
+        except ImportError as e:  # not on Windows
+            raise VirtualBoardError(f"no pseudo-terminals here: {e}") from None
+        master, slave = pty.openpty()
+        tty.setraw(slave)  # bytes as they are: no echo, no CR/LF translation
+        self._pty_fds = (master, slave)  # our slave fd keeps the pty alive between openers
+        self.repl_pty = os.ttyname(slave)
+        threading.Thread(target=self._pty_bridge, args=(master,), daemon=True).start()
+
+    def _pty_bridge(self, master: int) -> None:
+        # The REPL socket takes one client at a time: connect only when the pty is used, so a
+        # socket:// client is not pushed off by an idle pty.
+        sock: socket.socket | None = None
+        while self._pty_fds is not None:
+            fds = [master] + ([sock] if sock is not None else [])
+            try:
+                ready, _, _ = select.select(fds, [], [], 0.5)
+            except (OSError, ValueError):
+                return
+            if master in ready:
+                try:
+                    data = os.read(master, 4096)
+                except OSError:
+                    return
+                if sock is None:
+                    try:
+                        sock = socket.create_connection(("127.0.0.1", self.repl_port), timeout=5)
+                        sock.setblocking(True)
+                    except OSError:
+                        continue  # board down: dropped, as bytes on an unplugged line
+                try:
+                    sock.sendall(data)
+                except OSError:
+                    sock.close()
+                    sock = None
+            if sock is not None and sock in ready:
+                try:
+                    data = sock.recv(4096)
+                except OSError:
+                    data = b""
+                if not data:  # the board reset or another client took the line
+                    sock.close()
+                    sock = None
+                    continue
+                try:
+                    os.write(master, data)
+                except OSError:
+                    return
+        if sock is not None:
+            sock.close()
 
     # --- events ---------------------------------------------------------------------------
 
