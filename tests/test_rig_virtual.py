@@ -1,0 +1,157 @@
+"""The rig's whole logic against the virtual board: the same scenario set as `make hil`.
+
+The virtual board (rmc.vboard) runs the table firmware on MicroPython's WebAssembly port;
+the rig feeds it each scenario's sensor edges through the virtual backend, sends the session
+commands on its frame UART, reads the frames back and compares them with the truth. The
+self-test reads the board's inputs over the real mpremote transport, as on hardware.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from rmc.rig import pins as pinmod
+from rmc.rig.backends import RigError
+from rmc.rig.compare import Tolerances
+from rmc.rig.jitter import square_wave
+from rmc.rig.link import open_port
+from rmc.rig.pulsegen import PulseGen
+from rmc.rig.scenarios import scenario_set, write_trace
+from rmc.rig.selftest import open_mpremote_probe, selftest
+from rmc.rig.virtual import (
+    VirtualOutput,
+    VirtualRig,
+    firmware_flash,
+    initial_records,
+    pulsegen_flash,
+)
+from rmc.vboard import VirtualBoard
+
+# Virtual seconds per wall second: a 90 s session in about 20 s. Faster, the firmware on the
+# WebAssembly port falls behind the virtual clock on a loaded machine and its results change.
+SPEED = 5.0
+LEVELS = pinmod.load("os_agnostic").levels
+
+
+@pytest.fixture
+def repl_board(tmp_path):
+    """A virtual board with the firmware's files but no main.py: its REPL stays free."""
+    flash = firmware_flash(tmp_path / "flash")
+    os.remove(flash / "main.py")
+    with VirtualBoard(flash=flash, speed=1) as vb:
+        yield vb
+
+
+class Miswired(VirtualOutput):
+    """The rig's harness with two pocket lines swapped and one ball line open."""
+
+    SWAP: ClassVar[dict[str, str]] = {"pocket:3": "pocket:4", "pocket:4": "pocket:3"}
+
+    def write(self, line, level):
+        if line == "ball_b":
+            return
+        super().write(self.SWAP.get(line, line), level)
+
+
+def test_selftest_through_the_virtual_board(repl_board):
+    probe = open_mpremote_probe(repl_board.repl_url, pinmod.board_pins())
+    try:
+        out = VirtualOutput(repl_board, LEVELS)
+        rep = selftest({ln: out for ln in out.channels}, probe, LEVELS)
+        assert rep.ok, rep.to_json()
+        assert len(rep.checks) == 45
+        bad = Miswired(repl_board, LEVELS)
+        rep = selftest({ln: bad for ln in bad.channels}, probe, LEVELS)
+        failed = {c.line: c.detail for c in rep.checks if not c.ok}
+        assert set(failed) == {"pocket:3", "pocket:4", "ball_b"}, failed
+        assert "also moves pocket:4" in failed["pocket:3"]
+        assert "not seen" in failed["ball_b"]
+    finally:
+        probe.close(restart=False)
+
+
+def test_pulse_generator_firmware_on_the_virtual_board(tmp_path):
+    """firmware/pulsegen (board file and main.py included) on a virtual board, fed over its
+    UART by the rig's client: a schedule larger than its memory, streamed, all played."""
+    with VirtualBoard(flash=pulsegen_flash(tmp_path / "flash"), speed=2) as vb:
+        port = open_port(vb.uart_url, timeout=0.1)
+        try:
+            gen = PulseGen(port, timeout=5)
+            info = gen.hello()
+            assert info.lines == ("ball_a", "ball_b", "rotor_a", "rotor_b")
+            n = info.capacity + 500
+            # An edge every 4 ms: the generator reads its line in gaps longer than 3 ms.
+            assert gen.load(square_wave("rotor_b", n, 8000), 0) == n
+            assert gen.pending > 0  # more than fits: the rest is streamed while it plays
+            gen.go(100_000)
+            st = gen.finish(timeout=60)
+        finally:
+            port.close()
+    assert st.state == "done" and st.played == n and st.starved == 0
+    assert sum(st.hist) == n and st.levels == 0
+    assert st.late_mean_us < 1000  # its own clock: tens of µs typically (docs/rig.md)
+
+
+def test_virtual_rig_needs_a_finite_speed(tmp_path):
+    sc = scenario_set()[0]
+    trace = write_trace(sc, tmp_path)
+    with VirtualBoard(speed=0) as vb, pytest.raises(RigError, match="finite speed"):
+        VirtualRig(vb).run(trace)
+
+
+# Issue 6 asks the « rien ne va plus » lead within ±0.5 s on nine spins out of ten: a share
+# over many spins, so each scenario is checked without it (late calls still fail at once)
+# and the share is checked over the whole set by the last test.
+PER_RUN = Tolerances(rnvp_within_fraction=0.0)
+_runs: dict[str, object] = {}
+
+
+def run_scenario(sc, tmp: Path):
+    if sc.name not in _runs:
+        folder = tmp / sc.name
+        folder.mkdir(parents=True, exist_ok=True)
+        trace = write_trace(sc, folder)
+        init = folder / "initial.jsonl"
+        init.write_text("\n".join(json.dumps(r) for r in [trace.header, *initial_records(trace)]))
+        flash = firmware_flash(folder / "flash")
+        with VirtualBoard(flash=flash, speed=SPEED, sensors=init) as vb:
+            _runs[sc.name] = VirtualRig(vb, tolerances=PER_RUN).run(
+                trace, record=folder / "run.jsonl"
+            )
+    return _runs[sc.name]
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("rig-virtual")
+
+
+@pytest.mark.parametrize("sc", scenario_set(), ids=lambda s: s.name)
+def test_scenario_on_the_virtual_board(sc, runs_dir):
+    result = run_scenario(sc, runs_dir)
+    cmp = result.comparison
+    detail = json.dumps(
+        {"problems": cmp.problems, "spins": [s.__dict__ for s in cmp.spins if not s.ok],
+         "violations": cmp.checker.get("violations", [])[:5], "notes": result.notes},
+        indent=1, default=str,
+    )  # fmt: skip
+    assert cmp.ok, detail
+    assert len(cmp.spins) == sc.spins
+
+
+def test_rnvp_lead_over_the_scenario_set(runs_dir):
+    within = asked = 0
+    for sc in scenario_set():
+        cmp = run_scenario(sc, runs_dir).comparison
+        within += cmp.rnvp_within
+        asked += cmp.rnvp_asked
+    assert asked >= 20
+    assert within >= Tolerances().rnvp_within_fraction * asked, (
+        f"« rien ne va plus » within ±{Tolerances().rnvp_lead_s} s of the asked instant on"
+        f" {within}/{asked} spins"
+    )
