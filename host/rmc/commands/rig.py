@@ -87,7 +87,7 @@ def _play_options(p: argparse.ArgumentParser) -> None:
 
 
 def _err(msg: str) -> int:
-    Console(stderr=True).print(f"[red]rmc rig:[/red] {msg}", highlight=False)
+    Console(stderr=True, soft_wrap=True).print(f"[red]rmc rig:[/red] {msg}", highlight=False)
     return EXIT_BAD_INPUT
 
 
