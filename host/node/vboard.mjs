@@ -269,8 +269,14 @@ if (opts.flash) {
 // Sockets: one client at a time on each, like a serial port; errors never kill the board.
 let replClient = null;
 let uartClient = null;
+const MAX_BACKLOG = 4 << 20; // a client that stops reading loses bytes, as on a serial line
+let dropped = 0;
 function send(sock, data) {
   if (!sock || sock.destroyed || !sock.writable) return;
+  if (sock.writableLength > MAX_BACKLOG) {
+    if (dropped++ === 0) log("a client is not reading: output dropped");
+    return;
+  }
   sock.write(data, () => {}); // EPIPE/ECONNRESET arrive on 'error', handled below
 }
 function serve(port, onData, setClient, getClient) {
