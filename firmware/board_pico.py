@@ -58,7 +58,9 @@ class Input:
 
 
 class Board:
-    def __init__(self, pins="pins.json", wheel="wheel.json", folder=""):
+    def __init__(self, pins="pins.json", wheel="wheel.json", folder="", watchdog=True):
+        """watchdog=False for debugging at the REPL: an RP2040 watchdog, once started, cannot
+        be stopped, and would reset the board 2 s after the loop stops."""
         cfg = _load(pins) if isinstance(pins, str) else pins
         self.pins = cfg
         labels = _load(wheel)["pockets"] if isinstance(wheel, str) else wheel
@@ -97,7 +99,7 @@ class Board:
         self._us_per_byte = 10_000_000 // u["baud"]  # 8N1: 10 bits a byte
         self.led_pin = Pin(cfg["led"]["pin"], Pin.OUT, value=0)
         self.reset = "watchdog" if machine.reset_cause() == machine.WDT_RESET else "power"
-        self.wdt = machine.WDT(timeout=cfg["watchdog_ms"])
+        self.wdt = machine.WDT(timeout=cfg["watchdog_ms"]) if watchdog else None
 
         # the table, its power-safe state and the wire (docs/protocol.md)
         self.store = store.Store(folder)
@@ -194,7 +196,8 @@ class Board:
                 self.wire.feed(data)
         tb.poll(now)
         self.led_pin.value(tb.led())
-        self.wdt.feed()
+        if self.wdt is not None:
+            self.wdt.feed()
 
     def run(self):
         while True:

@@ -154,6 +154,17 @@ def test_a_spin_from_pins_to_frames():
     assert seqs == list(range(1, len(seqs) + 1))  # numbered without gaps
 
 
+def test_no_watchdog_when_debugging():
+    fakemachine.install()
+    fakemachine.WDT.last = None
+    import board_pico
+
+    board_pico.time = fakemachine.Clock()
+    b = board_pico.Board(PINS, WHEEL, scratch_dir("board"), watchdog=False)
+    b.step()
+    assert fakemachine.WDT.last is None and b.wdt is None
+
+
 def test_watchdog_reset_is_reported_at_boot():
     fakemachine._cause[0] = fakemachine.WDT_RESET
     try:
