@@ -249,7 +249,8 @@ class Frame:
 
 
 def _uint(b):
-    # Strict decimal: digits only, no sign, no leading zero (one spelling per number).
+    # Strict decimal: digits only, no sign, no leading zero (one spelling per number), at
+    # most 10 digits.
     if not b or (len(b) > 1 and b[0] == 0x30) or len(b) > 10:
         raise FrameError("bad number")
     v = 0
@@ -314,7 +315,7 @@ def decode(line, key=None, hmac=None):
     if hsh >= 0:
         tag = line[hsh + 1 : star]
         body_end = hsh
-        if len(tag) != 2 * TAG_BYTES or not _is_lower_hex(tag):
+        if len(tag) != 2 * TAG_BYTES or not _is_lower_hex(tag) or b"#" in line[:hsh]:
             raise FrameError("bad tag")
     if hmac is None and key:
         hmac = Hmac(key)
@@ -329,25 +330,54 @@ def decode(line, key=None, hmac=None):
     version = _uint(parts[0])
     if version != proto.VERSION:
         raise FrameError("unsupported version %d" % version)
+    if not _is_table(parts[1]):
+        raise FrameError("bad table")
     table = parts[1].decode()
-    if not table:
-        raise FrameError("no table")
     boot = _uint(parts[2])
     seq = _uint(parts[3])
     ms = _uint(parts[4])
+    if not _is_token(parts[5], False):
+        raise FrameError("bad type")
     ftype = parts[5].decode()
-    if not ftype:
-        raise FrameError("no type")
     fields = {}
     for p in parts[6:]:
         eq = p.find(b"=")
-        if eq <= 0:
+        if eq <= 0 or not _is_token(p[:eq], False) or not _is_token(p[eq + 1 :], True):
             raise FrameError("bad field")
         k = p[:eq].decode()
         if k in fields:
             raise FrameError("field twice")
         fields[k] = _unescape(p[eq + 1 :])
     return Frame(line[0], version, table, boot, seq, ms, ftype, fields, tag is not None)
+
+
+def _is_table(b):
+    if not 1 <= len(b) <= 16:
+        return False
+    for c in b:
+        if not (0x30 <= c <= 0x39 or 0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A or c in b"-_"):
+            return False
+    return True
+
+
+def _is_token(b, value):
+    # A name (type, field key): printable ASCII without separators, at least one character.
+    # A value may be empty and may hold %xx escapes (two lowercase hex digits).
+    if not b and not value:
+        return False
+    i = 0
+    n = len(b)
+    while i < n:
+        c = b[i]
+        if c == _PERCENT and value:
+            if i + 3 > n or not _is_lower_hex(b[i + 1 : i + 3]):
+                return False
+            i += 3
+            continue
+        if _unsafe(c):
+            return False
+        i += 1
+    return True
 
 
 def peek(line):

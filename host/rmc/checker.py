@@ -24,7 +24,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmc.frames import AuthError, CrcError, Frame, FrameError, Verifier, decode
+from rmc.frames import (
+    _GOOD_NAMES,
+    AuthError,
+    CrcError,
+    Frame,
+    FrameError,
+    Verifier,
+    decode,
+    raw_ok,
+)
 from rmcfw import numbers, proto
 
 # Rule names, as they appear in reports.
@@ -268,6 +277,7 @@ class Checker:
         crc32 = zlib.crc32
         boot_type = proto.T_BOOT
         new_frame = tuple.__new__
+        good_names = _GOOD_NAMES  # a type not seen before takes the full path once
         fast = 0
         for line in lines:
             if keyless and table is not None and line[:1] == b"$":
@@ -292,10 +302,12 @@ class Checker:
                             and boot[0] != "0"
                             and seq[0] != "0"
                             and (ms[0] != "0" or ms == "0")
-                            and ftype
+                            and len(boot) < 11
+                            and len(seq) < 11
+                            and len(ms) < 11
+                            and ftype in good_names
                             and ftype != boot_type
-                            and "=" not in ftype
-                            and raw.count("=") == raw.count(",") + 1
+                            and raw_ok(raw)
                         ):
                             key = (int(boot), int(seq))
                             if key > last_key:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac as _hmac
+import re
 import zlib
 from typing import NamedTuple
 
@@ -92,8 +93,13 @@ def parse_fields(raw: str) -> dict[str, str]:
         fields = dict([p.split("=") for p in parts])
     except ValueError:
         raise FrameError("bad field") from None
-    if len(fields) != len(parts) or "" in fields:
-        raise FrameError("bad field")  # a name twice, or an empty name
+    if len(fields) != len(parts):
+        raise FrameError("bad field")  # a name twice
+    for k, v in fields.items():
+        if k not in _GOOD_NAMES and not _good(_NAME, k, _GOOD_NAMES):
+            raise FrameError("bad field name")
+        if v and ("%" in v or not v.isascii()) and _VALUE.fullmatch(v) is None:
+            raise FrameError("bad field value")
     if "%" in raw:
         fields = {k: _unescape(v) if "%" in v else v for k, v in fields.items()}
     return fields
@@ -134,6 +140,37 @@ def _unescape(text: str) -> str:
         return out.decode("utf-8")
     except UnicodeDecodeError:
         raise FrameError("bad escape") from None
+
+
+# Names (types, field keys): printable ASCII but the separators; tables: [A-Za-z0-9_-]{1,16}.
+_NAME = re.compile(r"[!\x22&'()+\-./0-9:;<?@A-Z\[\\\]^_`a-z{|}~]+")
+_TABLE = re.compile(r"[A-Za-z0-9_-]{1,16}")
+_VALUE = re.compile(r"(?:[!\x22&'()+\-./0-9:;<?@A-Z\[\\\]^_`a-z{|}~]|%[0-9a-f]{2})*")
+_GOOD_TABLES: set[str] = set()  # names already checked: most frames reuse a few
+_GOOD_NAMES: set[str] = set()
+
+
+def _good(pattern: re.Pattern[str], text: str, memo: set[str]) -> bool:
+    if pattern.fullmatch(text) is None:
+        return False
+    if len(memo) < 4096:
+        memo.add(text)
+    return True
+
+
+def raw_ok(raw: str) -> bool:
+    """Cheap checks of a frame's fields text, done for every frame: not empty, one "=" per
+    field, nothing unprintable, no space, no frame start or CRC mark. Names and escapes are
+    checked when the fields are read (`parse_fields`)."""
+    return (
+        bool(raw)
+        and raw.count("=") == raw.count(",") + 1
+        and raw.isprintable()
+        and " " not in raw
+        and "$" not in raw
+        and ">" not in raw
+        and "*" not in raw
+    )
 
 
 def _canonical(*numbers: str) -> bool:
@@ -194,17 +231,21 @@ def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
     seq = parts[3]
     ms = parts[4]
     ftype = parts[5]
-    if not table or not ftype or "=" in ftype or "=" in table:
-        raise FrameError("bad table or type")
-    # Strict numbers: ASCII digits (the text is ASCII), no sign, no leading zero.
+    if table not in _GOOD_TABLES and not _good(_TABLE, table, _GOOD_TABLES):
+        raise FrameError("bad table")
+    if ftype not in _GOOD_NAMES and not _good(_NAME, ftype, _GOOD_NAMES):
+        raise FrameError("bad type")
+    # Strict numbers: ASCII digits (the text is ASCII), no sign, no leading zero, <= 10 digits.
     if not (boot.isdigit() and seq.isdigit() and ms.isdigit()):
         raise FrameError("bad number")
     if (boot[0] == "0" or seq[0] == "0" or ms[0] == "0") and not _canonical(boot, seq, ms):
         raise FrameError("bad number")
+    if len(boot) > 10 or len(seq) > 10 or len(ms) > 10:
+        raise FrameError("bad number")
     if len(parts) == 7:
         raw = parts[6]
-        if raw.count("=") != raw.count(",") + 1:
-            raise FrameError("bad field")  # one "=" per field; the rest is checked when read
+        if not raw_ok(raw):
+            raise FrameError("bad field")  # the rest (names, escapes) is checked when read
     else:
         raw = ""
     return _new_frame(Frame, (table, int(boot), int(seq), ms, ftype, raw, tagged, resent, line))
