@@ -149,7 +149,6 @@ class Checker:
         self.table = table
         self.frames: dict[tuple[int, int], Frame] = {}
         self.rx: dict[tuple[int, int], float | None] = {}  # host receive time per frame
-        self._untagged: list[tuple[int, int]] = []
         self._displaced = 0  # untagged frames replaced by the tagged frame of the same key
         self._tagged_seen = False
         self._foreign: list[Frame] = []
@@ -222,7 +221,6 @@ class Checker:
             # An untagged frame took the place of a tagged one: the tagged one is the table's
             # (a table with a key tags everything); the other is counted a forgery.
             self._displaced += 1
-            self._untagged.remove(key)
             self._tagged_seen = True
             c.unverified += 1
             self.frames[key] = f
@@ -252,8 +250,6 @@ class Checker:
             self._tagged_seen = True
             if self.verifier is None:
                 c.unverified += 1
-        else:
-            self._untagged.append(key)
         self.frames[key] = f
         if rx_ms is not None:
             self.rx[key] = rx_ms
@@ -270,7 +266,6 @@ class Checker:
         unchanged. The fuzz tests check that both ways give identical reports.
         """
         frames = self.frames
-        untagged = self._untagged
         table = self.table
         last_key = self._last_key
         keyless = self.verifier is None
@@ -292,7 +287,7 @@ class Checker:
                     and b"#" not in body
                     and body.isascii()
                 ):
-                    parts = body.decode("ascii").split(",", 6)
+                    parts = body.decode().split(",", 6)
                     if len(parts) == 7 and parts[0] == "$1" and parts[1] == table:
                         boot, seq, ms, ftype, raw = parts[2], parts[3], parts[4], parts[5], parts[6]
                         if (
@@ -316,7 +311,6 @@ class Checker:
                                     (table, key[0], key[1], ms, ftype, raw, False, False, line),
                                 )
                                 last_key = key
-                                untagged.append(key)
                                 fast += 1
                                 continue
             self._last_key = last_key
@@ -392,9 +386,12 @@ class Checker:
         r.results, r.voids, r.violations, r.faults, r.tamper = [], [], [], [], []
         r.table = self.table
         r.auth_failures += self._displaced
-        if self._tagged_seen and self.verifier is None and self._untagged:
+        untagged = 0
+        if self._tagged_seen and self.verifier is None:
+            untagged = sum(1 for f in self.frames.values() if not f.tagged)
+        if untagged:
             # The table tags its frames: untagged ones with its name were not sent by it.
-            r.auth_failures += len(self._untagged)
+            r.auth_failures += untagged
             frames = {k: f for k, f in self.frames.items() if f.tagged}
         else:
             frames = self.frames
