@@ -89,7 +89,7 @@ repl: _need_port
 	$(MPREMOTE) repl
 
 run: _need_port
-	$(MPREMOTE) soft-reset + run firmware/main.py
+	$(MPREMOTE) exec "import main"
 
 # --- Hardware-in-the-loop rig (issue 5, docs/rig.md) ---------------------------------------
 # make hil PORT=<the board's frame line> [RIG=<rig config JSON>]: the rig's self-test, then the

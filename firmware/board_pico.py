@@ -114,6 +114,7 @@ class Board:
         self.wire = commands.Wire(
             self.encoder, self.journal, self.send, handler=self.table.handle, key=key
         )
+        self.wire.ms = time.ticks_ms()
         self.table.emit = self.wire.emit
         self.table.seq = self._seq
         self.table.start(
@@ -182,6 +183,7 @@ class Board:
         """One pass of the main loop."""
         now = time.ticks_us()
         ms = time.ticks_ms()
+        self.wire.ms = ms  # the frames' time stamp
         tb = self.table
         self.edges.drain(tb.sink)
         self.scan(now)
@@ -189,7 +191,6 @@ class Board:
             v = inp.sample(ms)
             if v is not None:
                 tb.feed(now, inp.channel, v)
-        self.wire.ms = ms
         if self.uart.any():
             data = self.uart.read()
             if data:
