@@ -94,7 +94,8 @@ def test_pulse_generator_firmware_on_the_virtual_board(tmp_path):
             port.close()
     assert st.state == "done" and st.played == n and st.starved == 0
     assert sum(st.hist) == n and st.levels == 0
-    assert st.late_mean_us < 1000  # its own clock: tens of µs typically (docs/rig.md)
+    # Its lateness (st.hist, st.late_mean_us) is the WebAssembly interpreter's on a shared
+    # machine: measured by `make bench` and discussed in docs/rig.md, not asserted here.
 
 
 def test_virtual_rig_needs_a_finite_speed(tmp_path):
