@@ -76,3 +76,34 @@ def test_results_for_recall():
     got = j.results(10)
     assert got == [(s, str(s + 10)) for s in range(5, 15)]
     j.close()
+
+
+def test_power_cut_at_every_byte_leaves_old_or_new_state():
+    enc = frames.Encoder("T01", 1)
+    first = [bytes(enc.frame(proto.T_LID, ("locked", i % 2))) for i in range(3)]
+    nxt = bytes(enc.frame(proto.T_RESULT, ("spin", 1, "num", "17")))
+    for cut in range(len(nxt) + 1):
+        d = scratch_dir("p")
+        j = Journal(d, per_segment=50, segments=4)
+        j.start()
+        for line in first:
+            j.append(line)
+        # The cut: only `cut` bytes of the next frame reach flash, then the board restarts.
+        j._file.write(nxt[:cut])
+        j._file.flush()
+        j.close()
+        j2 = Journal(d, per_segment=50, segments=4)
+        kept = list(j2.frames(1, 1))
+        if cut == len(nxt):
+            assert kept == first + [nxt]
+            assert j2.last() == (1, 4)
+        else:
+            assert kept == first, cut
+            assert j2.last() == (1, 3)
+        # And the journal goes on after the restart.
+        j2.start()
+        enc2 = frames.Encoder("T01", 2)
+        after = bytes(enc2.frame(proto.T_LID, ("locked", 1)))
+        j2.append(after)
+        assert list(j2.frames(2, 1)) == [after]
+        j2.close()
