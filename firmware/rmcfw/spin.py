@@ -62,6 +62,7 @@ class Spin:
         self.t_launch = 0
         self.t_drop = 0
         self.t_pocket = 0  # last time a pocket was seen held after the drop
+        self.touched = False
         self.inc_back = False  # incident: ball seen back in its pocket
         self.frozen = False  # the next launch follows an incident: bets stay closed
         self.t_status = 0
@@ -153,7 +154,7 @@ class Spin:
         elif s == proto.S_TRACK or s == proto.S_RNVP:
             b = self.ball
             self.emit(
-                proto.T_REV, ("spin", self.st["spin"], "n", b.count, "period_us", b.period_us)
+                proto.T_REV, ("spin", self.st["spin"], "n", b.count - 1, "period_us", b.period_us)
             )
             self._check_dirs(t)
             self.pred.lap(t)
@@ -200,14 +201,20 @@ class Spin:
             held = ticks.diff(now, p.since)
             if p.count:
                 self.t_pocket = now
+                self.touched = True
             if p.count == 1 and held >= c.settle_ms * 1000:
                 self._result(now, p.first)
             elif p.count >= 2 and held >= c.object_ms * 1000:
                 self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
                 self._incident(now, "object")
             elif not p.count and ticks.diff(now, self.t_pocket) >= c.no_pocket_ms * 1000:
-                self.fault(proto.F_NO_POCKET, 1, "")
-                self._void(now, proto.V_BALL_OUT)
+                if self.touched:
+                    # pockets saw the ball bounce, none sees it at rest: a dead sensor
+                    self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
+                    self._void(now, proto.V_SENSORS)
+                else:
+                    self.fault(proto.F_NO_POCKET, 1, "")
+                    self._void(now, proto.V_BALL_OUT)
                 self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
         elif s == proto.S_INCIDENT and not self.inc_back:
             if p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
@@ -290,7 +297,9 @@ class Spin:
         b = self.ball
         self.t_drop = t
         self.t_pocket = t
-        self.emit(proto.T_DROP, ("spin", self.st["spin"], "revs", b.count))
+        self.touched = False  # a pocket held since the drop
+        revs = b.count - 1  # full laps: the launch pass starts the first one
+        self.emit(proto.T_DROP, ("spin", self.st["spin"], "revs", revs))
         self._set(proto.S_DROPPED, t)
         ch = self.pockets.stuck_on(t)
         if ch >= 0:
@@ -300,7 +309,7 @@ class Spin:
             self._void(t, proto.V_SENSORS)
         else:
             self.fault(proto.F_BALL, 0)
-            if b.count < self.cfg.min_revs:
+            if revs < self.cfg.min_revs:
                 self._void(t, proto.V_FEW_REVS)
             elif self.void is None:
                 self.pred.learn_drop()  # only clean spins teach the predictor
