@@ -2,6 +2,7 @@
 
 One short simulated session per scenario of the simulator (rmc.sim.SCENARIOS), the scenario
 on spin 2 so that a regular spin comes before it (and after it), each from its own seed.
+Sessions have three spins at least: the last three spins are announced from the first.
 The truth asks « rien ne va plus » at the firmware's default lead (1 s before the drop).
 """
 
@@ -30,7 +31,9 @@ def scenario_set() -> list[RigScenario]:
         if name == "normal":
             out.append(RigScenario(name, 1000 + i, 3, ()))
         elif name == "tamper":
-            out.append(RigScenario(name, 1000 + i, 2, ("tamper",)))
+            # Three spins at least: the last three are announced as three (decree), and
+            # the session must close for the lid opened afterwards to be a tamper.
+            out.append(RigScenario(name, 1000 + i, 3, ("tamper",)))
         elif name == "object":
             # The relaunch after the object is spin 3: one more spin after it.
             out.append(RigScenario(name, 1000 + i, 4, ("object@2",)))

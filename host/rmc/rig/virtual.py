@@ -25,7 +25,7 @@ from rmc.rig.backends import RigError
 from rmc.rig.compare import Tolerances, compare
 from rmc.rig.link import FrameReader, commands_from_truth, open_port
 from rmc.rig.pins import ALL_LINES, POWER, Levels
-from rmc.rig.player import Clock, Player
+from rmc.rig.player import PlayStats
 from rmc.rig.run import RunResult, write_record
 from rmc.rig.selftest import parse_probe, probe_code
 from rmc.trace import Trace
@@ -117,12 +117,7 @@ class VirtualRig:
             wall_a = (w0 + time.perf_counter()) / 2
             virt_a = float(st["t_us"])
             t0 = wall_a + (base - virt_a) / 1e6 / speed  # wall instant of trace t = 0
-            actions = [
-                (c.t_us, lambda c=c: reader.send(c.cmd, c.fields))
-                for c in commands_from_truth(trace.records, self.chef)
-            ]
-            player = Player({}, Levels({}), Clock(spin_us=200), speed=speed)
-            stats = player.play([], t0=t0, actions=actions)
+            stats = self._send_commands(trace, reader, base, t0, speed)
             deadline = time.perf_counter() + self.wall_timeout_s
             target = base + end_us + self.tail_s * 1e6
             while vb.status()["t_us"] < target:
@@ -136,12 +131,37 @@ class VirtualRig:
         lines = self._virtual_times(received, base, t0, speed)
         cmp = compare(trace.records, lines, self.tolerances, key=key)
         result = RunResult(stats, cmp, lines)
-        result.commands = [((t - t0) * speed * 1000, line) for t, line in reader.sent]
+        result.commands = list(self._sent)
         if reader.error:
             result.notes.append(reader.error)
         if record is not None:
             write_record(record, trace, lines, result)
         return result
+
+    def _send_commands(
+        self, trace: Trace, reader: FrameReader, base: float, t0: float, speed: float
+    ) -> PlayStats:
+        """Send each session command once the board's own virtual clock has reached its
+        instant. The wall-clock estimate only paces the waiting: the board's clock can fall
+        behind it when the interpreter is starved of CPU, and a command must never reach
+        the board before its instant (an OPEN before the lid unlock, not after it)."""
+        stats = PlayStats(t0=t0)
+        self._sent: list[tuple[float, bytes]] = []
+        for c in commands_from_truth(trace.records, self.chef):
+            due = base + c.t_us
+            wait = t0 + c.t_us / 1e6 / speed - time.perf_counter() - 0.05
+            if wait > 0:
+                time.sleep(wait)
+            deadline = time.perf_counter() + self.wall_timeout_s
+            while (now := float(self.vb.status()["t_us"])) < due:
+                if time.perf_counter() > deadline:
+                    raise RigError("the virtual board's clock stopped before a command")
+                time.sleep(min(0.05, max(0.002, (due - now) / 1e6 / speed / 2)))
+            line = reader.send(c.cmd, c.fields)
+            self._sent.append(((now - base) / 1000, line))  # its virtual instant, from t = 0
+            stats.lateness.add((now - due) / speed)  # wall µs after the virtual instant
+            stats.instants += 1
+        return stats
 
     def _virtual_times(
         self, received: list[Any], base: float, t0: float, speed: float
