@@ -22,6 +22,7 @@ CW = "cw"
 CCW = "ccw"
 WHY_DROP = "drop"  # RNVP: the ball dropped before the predictor called (should never happen)
 WHY_INCIDENT = "incident"  # RNVP: an incident stopped the game
+WHY_POWER = "power"  # RNVP: the firmware restarted during a spin
 _INC_START = "start"
 _INC_BACK = "ball_back"
 _INC_RELAUNCH = "relaunch"
@@ -67,6 +68,7 @@ class Spin:
         self.frozen = False  # the next launch follows an incident: bets stay closed
         self.t_status = 0
         self.dirs_checked = True
+        self.resumed = False  # the spin under way was resumed after a power cut
         self.apply_cfg()
 
     def apply_cfg(self):
@@ -246,6 +248,8 @@ class Spin:
         self._set(proto.S_TRACK, t)
         last = st["rdir"]
         st["rdir"] = rdir
+        st["run"] = st["spin"]  # a spin under way: resumed after a power cut (resume())
+        self.resumed = False
         if self.frozen:
             self.frozen = False
             self._call(t, WHY_INCIDENT)
@@ -270,6 +274,21 @@ class Spin:
         self.dirs_checked = True
         if bdir == self.st["rdir"]:
             self._void(t, proto.V_SAME_DIR)
+
+    def resume(self, t):
+        """After a power cut during a spin (state "run" saved at its launch): the ball may
+        still be running. Bets are closed at once (the passes before the cut are lost, no
+        prediction can be made), and the spin goes on to its drop and result."""
+        self.state = proto.S_TRACK
+        self.void = None
+        self.called = False
+        self.dirs_checked = True
+        self.resumed = True
+        self.t_launch = t
+        self.ball.reset()
+        self.pockets.mark()
+        self.pred.reset(t)
+        self._call(t, WHY_POWER)
 
     def _check_call(self, t):
         if not self.called and self.pred.due(t):
@@ -304,7 +323,9 @@ class Spin:
         ch = self.pockets.stuck_on(t)
         if ch >= 0:
             self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % ch)
-        if b.lone > self.cfg.lone_max or b.reversed or not b.first_dir:
+        if self.resumed:
+            pass  # passes before the power cut are lost: the launch was checked then
+        elif b.lone > self.cfg.lone_max or b.reversed or not b.first_dir:
             self.fault(proto.F_BALL, 1, "lone=%d reversed=%d" % (b.lone, b.reversed))
             self._void(t, proto.V_SENSORS)
         else:
@@ -341,6 +362,7 @@ class Spin:
                 ch3[2],
             ),
         )
+        st["run"] = None
         res = st["results"]
         res.append([st["spin"], label])
         if len(res) > 20:
@@ -358,7 +380,9 @@ class Spin:
         if self.void is not None:
             return  # one reason per spin: the first found
         self.void = reason
+        self.st["run"] = None  # settled: nothing to resume
         self.emit(proto.T_VOID, ("spin", self.st["spin"], "reason", reason))
+        self.save()
 
     def _incident(self, t, what):
         if self.state == proto.S_INCIDENT:

@@ -267,3 +267,26 @@ def test_bad_input_is_refused_not_crashing():
     else:
         raise AssertionError("short wheel accepted")
     assert tb.handle("NOPE", {}) == (False, proto.A_UNKNOWN)
+
+
+def test_power_cut_during_a_spin_resumes_it():
+    d = scratch_dir()
+    tb, _fr = open_table(store.Store(d))
+    t = play(tb, 5_000_000, 1, -1, 12)
+    ev, _t_rest, t_end = spin_events(t + 5_000_000, -1, 1, 20)
+    t_cut = t + 5_000_000 + 4_000_000  # the ball is on the track
+    run(tb, [e for e in ev if e[0] < t_cut])
+    assert tb.spin.state == proto.S_TRACK
+    # power back 1.5 s later: a new table on the same flash; the lid is read at power-up
+    fr2 = Frames()
+    tb2 = table.Table(WHEEL, fr2, store.Store(d))
+    t_on = t_cut + 1_500_000
+    tb2.start(t_on)
+    tb2.feed(t_on, channels.LID, 0)
+    assert fr2.of(proto.T_RNVP) == [{"spin": 2, "drop_ms": 0, "lead_ms": 0, "why": "power"}]
+    run(tb2, [e for e in ev if e[0] > t_on], until=t_end)
+    assert fr2.of(proto.T_RESULT) == [
+        {"spin": 2, "num": "18", "colour": "rouge", "parity": "pair", "half": "manque"}
+    ], fr2.frames
+    assert not fr2.of(proto.T_VOID)
+    assert tb2.st["run"] is None
