@@ -37,7 +37,7 @@ class Predictor:
     """
 
     def __init__(
-        self, lead_s=1.0, lead_revs=0, limit_s=1.4, last_lap_s=1.1, margin=0.0, learn=0.25
+        self, lead_s=1.0, lead_revs=0, limit_s=1.4, last_lap_s=1.1, margin=0.06, learn=0.25
     ):
         self.lead_s = lead_s
         self.lead_revs = lead_revs  # > 0: lead counted in revolutions instead of seconds
@@ -45,7 +45,6 @@ class Predictor:
         self.margin = margin  # threshold raised by this fraction: calls err early, not late
         self.learn = learn  # EMA factor once a few spins are known
         self.learn_drag = True
-        self.quantile = 0.85  # of the thresholds seen: safety first (docs/firmware.md)
         self.recent = 6  # laps in the fit of the current spin
         self.weight = 0.8  # weight of a lap relative to the next one
         # Until a drop is seen: a last lap of last_lap_s (DESIGN.md: median of clocked spins),
@@ -55,8 +54,7 @@ class Predictor:
         self.learned = 0  # spins learned from
         self._t = array("f", bytes(4 * _PASSES))  # pass times, s from the first pass
         self._ahead = array("f", bytes(4 * _AHEAD_KEPT))  # predicted pass times
-        self._lo = array("f", bytes(4 * _SPINS))  # what recent spins said of the threshold
-        self._hi = array("f", bytes(4 * _SPINS))
+        self._lo = array("f", bytes(4 * _SPINS))  # recent spins: u_c was above these
         self.reset(0)
 
     def reset(self, t0):
@@ -219,17 +217,21 @@ class Predictor:
             return False  # a fit that does not slow down to a stop: nothing to learn
         i = self.learned % _SPINS
         self._lo[i] = nxt
-        self._hi[i] = last
         self.learned += 1
         self.u_c = self._threshold(min(self.learned, _SPINS))
         return True
 
     def _threshold(self, n):
-        """The threshold from the last n spins: each said u_c lay in (lo, hi]. Wheels differ
-        and so do spins (how the ball seats in the groove), so take a high quantile of
-        those: a threshold set high makes the calls err early, not late."""
-        mids = sorted(_mid(self._lo[i], self._hi[i]) for i in range(n))
-        return mids[int(self.quantile * (n - 1) + 0.5)]
+        """The threshold from the last n spins: each said u_c lay in (lo, hi], and a
+        threshold at or below a spin's lo would have called that spin late. So take the
+        highest lo seen (and _predict adds `margin`): no recent spin would have been late; on
+        a wheel whose drop speed is steady the lo's stay below every hi, so none early either.
+        Where the drop speed varies from spin to spin, this errs early, never late."""
+        top = self._lo[0]
+        for i in range(1, n):
+            if self._lo[i] > top:
+                top = self._lo[i]
+        return top
 
     def last_lap_s(self):
         """The learned threshold as a lap time (s)."""
@@ -248,7 +250,6 @@ def export(p):
         "a": p.a,
         "n": p.learned,
         "lo": [p._lo[i] for i in range(n)],
-        "hi": [p._hi[i] for i in range(n)],
     }
 
 
@@ -256,8 +257,7 @@ def restore(p, data):
     """Back to what export() gave; ignores data that does not fit."""
     try:
         lo = data["lo"]
-        hi = data["hi"]
-        if len(lo) != len(hi) or len(lo) > _SPINS:
+        if len(lo) > _SPINS:
             return False
         u_c = float(data["u_c"])
         a = float(data["a"])
@@ -268,7 +268,6 @@ def restore(p, data):
         return False
     for i in range(len(lo)):
         p._lo[i] = lo[i]
-        p._hi[i] = hi[i]
     p.u_c = u_c
     p.a = a
     p.learned = n
