@@ -90,6 +90,3 @@ class Ball:
             elif d != self.first_dir:
                 self.reversed += 1
             self.dir = d
-
-    def waiting(self):
-        return self._pend != _NONE

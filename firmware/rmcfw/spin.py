@@ -56,12 +56,9 @@ class Spin:
         self.emit = emit
         self.save = save
         self.lid = 1
-        self.incident_in = 0
         self.state = proto.S_OPEN if state["session"] else proto.S_CLOSED
         self.void = None  # reason the current spin was voided
         self.called = False  # "rien ne va plus" called for the current spin
-        self.t_launch = 0
-        self.t_drop = 0
         self.t_pocket = 0  # last time a pocket was seen held after the drop
         self.touched = False
         self.inc_back = False  # incident: ball seen back in its pocket
@@ -143,7 +140,6 @@ class Spin:
             self._set(proto.S_BETS, t)
 
     def on_incident(self, t, active):
-        self.incident_in = 1 if active else 0
         if active and self.state in (proto.S_TRACK, proto.S_RNVP, proto.S_DROPPED):
             self._incident(t, "input")
 
@@ -234,7 +230,6 @@ class Spin:
         st["spin"] += 1
         self.void = None
         self.called = False
-        self.t_launch = t
         self.pred.reset(t)
         self.pockets.mark()
         self.ball.restart()
@@ -284,7 +279,6 @@ class Spin:
         self.called = False
         self.dirs_checked = True
         self.resumed = True
-        self.t_launch = t
         self.ball.reset()
         self.pockets.mark()
         self.pred.reset(t)
@@ -314,7 +308,6 @@ class Spin:
         if not self.called:
             self._call(t, WHY_DROP)
         b = self.ball
-        self.t_drop = t
         self.t_pocket = t
         self.touched = False  # a pocket held since the drop
         revs = b.count - 1  # full laps: the launch pass starts the first one
