@@ -152,7 +152,7 @@ def cpython_main():
     t.add_row(
         "allocated per spin, collected by the GC (KB)",
         f"{mp['churn'] / 1024:.1f}",
-        f"peak {cp_peak / 1024:.1f} (tracemalloc, whole session)",
+        f"peak {cp_peak / 1024:.1f} (tracemalloc, test events included)",
     )
     t.add_row(
         "compiled firmware (.mpy)",
