@@ -71,7 +71,11 @@ class Rig:
         player.set_initial({k: v for k, v in initial.items() if k in self.routes})
         reader = FrameReader(frame_port, key=key, table=self.table).start()
         reader.hello()
-        commands = [c for c in commands_from_truth(trace.records, self.chef) if c.t_us >= start_us]
+        commands = [
+            c
+            for c in commands_from_truth(trace.records, self.chef)
+            if c.t_us >= start_us and (end_us is None or c.t_us < end_us)
+        ]
         actions = [(c.t_us - start_us, lambda c=c: reader.send(c.cmd, c.fields)) for c in commands]
         gen_stat: Stat | None = None
         sync = 0.0

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rmc.rig.backends import Output, RigError
-from rmc.rig.pins import POCKET_CHANNELS, PULSE_LINES, SLOW_LINES, Levels
+from rmc.rig.pins import ALL_LINES, POCKET_CHANNELS, PULSE_LINES, SLOW_LINES, Levels
 from rmcfw import channels
 
 
@@ -61,7 +61,12 @@ def selftest(
 
     Lines are left at their idle level (logical 0; the lid unlocked) at the end.
     """
-    tested = [ln for ln in (lines or routes) if ln in routes and ln != "power"]
+    wanted = set(lines or routes)
+    order = {ln: i for i, ln in enumerate(ALL_LINES)}  # pockets, pulses, lid, incident
+    tested = sorted(
+        (ln for ln in wanted if ln in routes and ln != "power"),
+        key=lambda ln: (order.get(ln, len(order)), ln),
+    )
     idle = {ln: levels.level(ln, 0) for ln in tested}
     rep = SelfTestReport()
 
@@ -88,10 +93,8 @@ def selftest(
         state = dict(idle)
         state[ln] = 1 - idle[ln]
         got = drive(state)
-        drive_back = {ln: idle[ln]}
-        for o_ln, lv in drive_back.items():
-            routes[o_ln].write(o_ln, lv)
-            routes[o_ln].flush()
+        routes[ln].write(ln, idle[ln])  # back to idle before the next line
+        routes[ln].flush()
         problems = []
         if got[ln] != state[ln]:
             problems.append(f"not seen: board reads {got[ln]}, rig drives {state[ln]}")

@@ -38,7 +38,9 @@ class VirtualOutput:
         self.vb = vb
         self.levels = levels
         self.channels = frozenset(ln for ln in lines if ln != POWER)
-        self._state: dict[str, int] = {}
+        # Every feed carries every line: the board replaces what it has not played yet by
+        # the newest feed, so each one must be a whole state, not only the changes.
+        self._state: dict[str, int] = dict.fromkeys(self.channels, 0)
 
     def write(self, line: str, level: int) -> None:
         if line not in self.channels:
