@@ -45,6 +45,7 @@ class Predictor:
         self.margin = margin  # threshold raised by this fraction: calls err early, not late
         self.learn = learn  # EMA factor once a few spins are known
         self.learn_drag = True
+        self.young = 0.6  # extra margin, divided by the spins learned + 1
         self.recent = 6  # laps in the fit of the current spin
         self.weight = 0.8  # weight of a lap relative to the next one
         # Until a drop is seen: a last lap of last_lap_s (DESIGN.md: median of clocked spins),
@@ -90,9 +91,9 @@ class Predictor:
         return self.deadline
 
     def limit(self):
-        """The safety limit on a lap (s): limit_s, or for a wheel known to hold slower laps,
-        a quarter more than its learned last lap."""
-        if self.learned >= 3:
+        """The safety limit on a lap (s): limit_s, or for a wheel known (8 spins) to hold
+        slower laps, a quarter more than the shortest last lap it was seen to drop after."""
+        if self.learned >= 8:
             slow = 1.25 / self.u_c**0.5
             if slow > self.limit_s:
                 return slow
@@ -160,7 +161,8 @@ class Predictor:
         u, b = f
         if b <= 0 and a >= 1.0:
             return None  # not slowing down (noise): no prediction yet
-        u_c = self.u_c * (1.0 + self.margin)
+        # few spins seen: one more unknown on the drop speed, so a wider safety margin
+        u_c = self.u_c * (1.0 + self.margin + self.young / (self.learned + 1))
         t = s
         n = 0
         times = self._ahead
