@@ -22,6 +22,7 @@ COMMANDS: list[str] = [
     "rmc.commands.rnvp",
     "rmc.commands.vboard",
     "rmc.commands.rig",
+    "rmc.commands.demo",
 ]
 
 
