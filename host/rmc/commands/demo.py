@@ -19,7 +19,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "virtual board, play a simulated session with bets from several players, record and "
         "check the frame line, settle every spin on the firmware's results, write a report.",
     )
-    p.add_argument("--spins", type=int, default=24, help="launches in the session (default 24)")
+    p.add_argument("--spins", type=int, default=30, help="launches in the session (default 30)")
     p.add_argument("--seed", type=int, default=2019, help="simulator and bets seed")
     p.add_argument("--out", default="build/demo", metavar="DIR", help="output folder")
     p.add_argument(

@@ -400,22 +400,25 @@ def write_report(run: DemoRun, s: Summary) -> list[Path]:
 
 def player_lines(st: Statement) -> list[tuple[str, str]]:
     """(player, text) for the croupier's payments of a statement, in paying order; each
-    player's losing bets summed on one line after their payments."""
-    out: list[tuple[str, str]] = []
+    player's losing bets summed on one line after their payments. A plaque or value chips
+    on a multiple chance by exception (decree 1-6) is named as such."""
+    wins: list[tuple[str, str]] = []
     lost: dict[str, list[Decimal]] = {}
-    for p in st.payments:  # grouped by player already
+    for p in st.payments:
+        note = f" ({p.bet.chip} par exception)" if p.bet.exception else ""
         if p.announcement is not None:
-            out.append((p.player, p.announcement))
+            wins.append((p.player, p.announcement + note))
+        elif note:
+            wins.append((p.player, f"{p.bet.position.name}{note} : perd {fmt(p.bet.stake)}"))
         else:
             lost.setdefault(p.player, []).append(p.bet.stake)
-    order = list(dict.fromkeys(p.player for p in st.payments))
-    done: list[tuple[str, str]] = []
-    for player in order:
-        done.extend(x for x in out if x[0] == player)
+    out: list[tuple[str, str]] = []
+    for player in dict.fromkeys(p.player for p in st.payments):
+        out.extend(x for x in wins if x[0] == player)
         if player in lost:
             stakes = lost[player]
-            done.append((player, f"perd {len(stakes)} mise(s), {fmt(total(stakes))}"))
-    return done
+            out.append((player, f"perd {len(stakes)} mise(s), {fmt(total(stakes))}"))
+    return out
 
 
 def to_json(s: Summary) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from rmc.demo import deploy as fwdeploy
 from rmc.demo.session import Segment, initial_records, plan, simulate
 from rmc.frames import Frame
 from rmc.limits import Table
+from rmc.link import Link
 from rmc.rig.link import FrameReader, Received, open_port
 from rmc.rig.virtual import VirtualRig
 from rmc.settle import Book, Statement
@@ -48,7 +49,7 @@ class DemoError(RuntimeError):
 
 @dataclass
 class DemoConfig:
-    spins: int = 24
+    spins: int = 30
     seed: int = 2019
     out: Path = Path("build/demo")
     speed: float = 0.0  # the virtual board's speed (0: as fast as the firmware runs)
@@ -164,7 +165,7 @@ class _Log:
         self.show(text)
 
 
-class _Table:
+class HostTable:
     """The host's side of the live session: bets, spins, settlement (main thread)."""
 
     def __init__(
@@ -263,7 +264,7 @@ def play(
     segments = plan(session)
     cfg.out.mkdir(parents=True, exist_ok=True)
     run = DemoRun(cfg, session)
-    host = _Table(run, on_spin, on_event)
+    host = HostTable(run, on_spin, on_event)
 
     on_phase("mpy-cross")
     t = time.perf_counter()
@@ -280,6 +281,9 @@ def play(
         # Power-up as on a table: the sensors at rest (lid locked), then the supply on.
         vb.feed(initial_records(session))
         vb.power_cut()
+        # A restore sent before the board has taken the cut is lost: wait for "off".
+        if vb.wait_event("power", 10, where=lambda e: e.get("state") == "off") is None:
+            raise DemoError("the virtual board did not power off: " + vb.stderr_text())
         header = make_header(
             "unknown",
             "record",
@@ -298,10 +302,12 @@ def play(
             port = _CapturePort(open_port(vb.uart_url, timeout=0.02), capture)
             reader = FrameReader(port)
             inbox: queue.Queue = queue.Queue()
-            _wire(reader, writer, inbox, cfg.seed, limits)
+            wire(reader.link, writer, inbox, cfg.seed, limits)
             reader.start()
             try:
                 vb.power_restore()
+                if vb.wait_event("power", 10, where=lambda e: e.get("state") == "on") is None:
+                    raise DemoError("the virtual board did not power on: " + vb.stderr_text())
                 on_phase("table")
                 t = time.perf_counter()
                 bases = _feed_session(vb, reader, segments, inbox, host)
@@ -309,7 +315,7 @@ def play(
             finally:
                 received = reader.stop()
                 port.close()
-            _drain(inbox, host)
+            drain(inbox, host)
             host.finish()
             for r in session.truth:  # the ground truth, on the simulator's clock (t_us)
                 writer.write(r)
@@ -329,11 +335,9 @@ def play(
     return run
 
 
-def _wire(
-    reader: FrameReader, writer: TraceWriter, inbox: queue.Queue, seed: int, limits: Table
-) -> None:
-    """Hook the trace writer and the bets into the reader's Link (its thread)."""
-    link = reader.link
+def wire(link: Link, writer: TraceWriter, inbox: queue.Queue, seed: int, limits: Table) -> None:
+    """Hook the trace writer and the players' bets into the host's live Link (the reader's
+    thread): frames, and the bets as rounds, go to `inbox` in the order they happened."""
     link.writer = writer
     state = {"open": False, "rounds": 0}
 
@@ -357,7 +361,7 @@ def _wire(
     link.on_frame = on_frame
 
 
-def _drain(inbox: queue.Queue, host: _Table) -> None:
+def drain(inbox: queue.Queue, host: HostTable) -> None:
     while True:
         try:
             item = inbox.get_nowait()
@@ -370,12 +374,12 @@ def _drain(inbox: queue.Queue, host: _Table) -> None:
 
 
 def _wait_clock(
-    vb: VirtualBoard, until_us: float, inbox: queue.Queue, host: _Table, reader: FrameReader
+    vb: VirtualBoard, until_us: float, inbox: queue.Queue, host: HostTable, reader: FrameReader
 ) -> None:
     """Serve the table until the board's virtual clock reaches `until_us`."""
     last, moved = -1.0, time.perf_counter()
     while True:
-        _drain(inbox, host)
+        drain(inbox, host)
         if reader.error:
             raise DemoError(reader.error)
         now = float(vb.status()["t_us"])
@@ -393,7 +397,7 @@ def _feed_session(
     reader: FrameReader,
     segments: list[Segment],
     inbox: queue.Queue,
-    host: _Table,
+    host: HostTable,
 ) -> list[tuple[int, float]]:
     """Play every segment; returns (trace t0_us, virtual base_us) per segment."""
     deadline = time.perf_counter() + 30
@@ -422,7 +426,7 @@ def _feed_session(
 
 
 def _command(
-    reader: FrameReader, cmd: str, fields: tuple, inbox: queue.Queue, host: _Table
+    reader: FrameReader, cmd: str, fields: tuple, inbox: queue.Queue, host: HostTable
 ) -> None:
     """Send a session command and wait for the firmware's answer (ACK of that command)."""
     n0 = len(host.run.frames)
@@ -430,7 +434,7 @@ def _command(
     cseq = line.split(b",")[3].decode()
     deadline = time.perf_counter() + 10
     while time.perf_counter() < deadline:
-        _drain(inbox, host)
+        drain(inbox, host)
         for f in host.run.frames[n0:]:
             if f.type == proto.T_ACK and f.fields.get(proto.K_CSEQ) == cseq:
                 detail = f.fields.get("detail", "?")

@@ -21,7 +21,7 @@ from rmc.sim import SCENARIOS, Session, simulate_session
 # Scenarios the demo shows, the incident first; all are handled by today's firmware
 # (docs/rig.md): stuck sensors and power cuts are left out until it handles them.
 DEMO_SCENARIOS = ("object", "same_dir", "ball_out", "not_reversed", "few_revs")
-MIN_SPINS = 4
+MIN_SPINS = 5  # the incident on spin 2, its relaunch, then the last three
 MAX_SPINS = 200
 CHEF = "demo"
 

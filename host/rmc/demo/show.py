@@ -39,6 +39,7 @@ def spin_block(sp: SpinPlay) -> list[str]:
             out.append(f"   [dim]dont {sp.carried} mise(s) restée(s) du coup annulé[/]")
         for player, text in player_lines(st):
             colour = "dim" if text.startswith("perd") else "cyan"
+            colour = "magenta" if "par exception" in text else colour
             out.append(f"   [{colour}]{player:7} {text}[/]")
         out.append(f"   [dim]misé {fmt(st.staked)}, payé {fmt(st.paid)}, banque {st.house:+}[/]")
         return out
