@@ -50,7 +50,7 @@ bench: setup
 	@for f in tests/bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
 demo: setup
-	$(BIN)/rmc settle --result 17 docs/examples/bets.json
+	$(BIN)/rmc demo
 
 # --- Firmware on a board (issue 6) -------------------------------------------------------
 # Every firmware file is compiled with mpy-cross into build/mpy (main.py stays source: the
