@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rmc.demo.report import Summary, _q, outcome_text, player_lines, write_report
+from rmc.demo.report import Summary, _q, player_lines, write_report
 from rmc.demo.run import DemoConfig, DemoRun, SpinPlay, play
 from rmc.money import fmt
 from rmc.settle import announce_result
@@ -140,6 +140,3 @@ def run_and_show(cfg: DemoConfig, console: Console) -> tuple[DemoRun, Summary]:
     )
     console.print("[green]PASS[/]" if s.ok else "[red]FAIL[/] (see problems above)")
     return run, s
-
-
-__all__ = ["outcome_text", "run_and_show", "spin_block", "summary_tables"]
