@@ -88,6 +88,7 @@ def test_settlement_is_conserved_and_bets_stand_on_a_void(demo):
     run, s, _ = demo
     assert s.conserved, (s.staked, s.paid, s.placed, s.unsettled, s.replay_staked)
     assert s.replay_staked == s.staked and s.replay_paid == s.paid
+    assert not s.replay_refused  # every bet before its spin's « rien ne va plus »
     assert s.placed > 0 and s.unsettled == 0
     for i, sp in enumerate(run.spins[:-1]):
         if sp.void is not None:

@@ -182,6 +182,7 @@ def test_offline_session_settles_on_the_firmwares_results(tmp_path):
     assert s.ok, s.problems
     assert s.agree == s.compared == 6
     assert s.conserved and s.placed == s.staked and s.unsettled == 0
+    assert not s.replay_refused
     assert s.house == s.staked - s.paid
     assert sum(p.net for p in s.players.values()) + s.house == 0
     for sp in run.spins:

@@ -76,6 +76,7 @@ class Summary:
     rnvp: RnvpStats
     replay_staked: Decimal
     replay_paid: Decimal
+    replay_refused: list[dict[str, Any]] = field(default_factory=list)  # bets the trace refuses
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -141,6 +142,7 @@ def summarize(run: DemoRun) -> Summary:
         rnvp=rnvp_stats(cmp),
         replay_staked=replay.staked,
         replay_paid=replay.paid,
+        replay_refused=replay.refused,
     )
     s.problems = problems(run, s)
     return s
@@ -175,6 +177,11 @@ def problems(run: DemoRun, s: Summary) -> list[str]:
             f"settlement: not conserved (staked {s.staked}, paid {s.paid}, placed {s.placed}, "
             f"on the tapis {s.unsettled}; replay {s.replay_staked}/{s.replay_paid})"
         )
+    # Settled again from the trace alone, no bet may come out refused (placed after its
+    # spin's « rien ne va plus », or unacceptable to the engine).
+    out.extend(
+        f"bet {r.get('bet')} refused from the trace: {r.get('reason')}" for r in s.replay_refused
+    )
     if s.spins != s.compared:
         out.append(f"{s.spins} launches reported, the simulator made {s.compared}")
     out.extend(f"board: {e.get('event')} {e.get('message', '')}" for e in run.board_events)
