@@ -232,9 +232,15 @@ class HostTable:
         elif t == proto.T_SESSION_CLOSE:
             log.append(f"Clôture de la séance {fl.get('session')}: {fl.get('spins')} coups")
         elif t == proto.T_LAST_THREE:
-            log.append(f"Les trois derniers coups: last={fl.get('last')} left={fl.get('left')}")
-        elif t in (proto.T_LID, proto.T_TAMPER):
-            log.append(f"{t} {fl}")
+            left = fl.get("left")
+            if left == "3":
+                log.append(f"Annonce des trois derniers coups (LAST3 last={fl.get('last')})")
+            else:
+                log.append(f"Trois derniers coups: reste {left} (LAST3 last={fl.get('last')})")
+        elif t == proto.T_LID:
+            log.append("Cylindre " + ("fermé à clé" if fl.get("locked") == "1" else "ouvert"))
+        elif t == proto.T_TAMPER:
+            log.append(f"TAMP {fl.get('what')} {fl.get('n', '')}".strip())
 
     def finish(self) -> None:
         self.run.unsettled = self.carried + self.window
