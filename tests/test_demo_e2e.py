@@ -110,13 +110,15 @@ def test_trace_checks_clean(demo):
 
 
 def test_cli_refuses_bad_input(tmp_path):
+    (tmp_path / "file").write_text("x")
     for args, msg in (
+        (["--out", str(tmp_path / "file")], "is not a folder"),
         (["--spins", "3"], "spins must be between"),
         (["--speed", "-1"], "--speed must be >= 0"),
         (["--seed", "-2"], "--seed must be a non-negative"),
     ):
         p = subprocess.run(
-            [sys.executable, "-m", "rmc", "demo", "--out", str(tmp_path), *args],
+            [sys.executable, "-m", "rmc", "demo", "--out", str(tmp_path / "out"), *args],
             capture_output=True,
             text=True,
             timeout=60,

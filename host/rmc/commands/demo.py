@@ -46,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
         if args.seed < 0:
             raise DemoSessionError(f"--seed must be a non-negative integer, not {args.seed}")
         default_scenarios(args.spins)  # checks the spin count before anything starts
+        if Path(args.out).exists() and not Path(args.out).is_dir():
+            raise DemoSessionError(f"--out {args.out} exists and is not a folder")
         cfg = DemoConfig(spins=args.spins, seed=args.seed, out=Path(args.out), speed=args.speed)
     except (DemoSessionError, ValueError) as e:
         err.print(f"[red]rmc demo:[/red] {e}", highlight=False)
