@@ -137,6 +137,21 @@ def test_last_three_repeated_as_a_countdown_is_fine():
     assert s.rules() == []
 
 
+def test_a_voided_spin_is_no_coup_of_the_last_three():
+    """Decree 1-7 counts coups: a void among the last three moves no count, a 4th coup does."""
+    s = Script()
+    s.table.open()
+    s.table.play()
+    s.emit(proto.T_LAST_THREE, ("last", 4, "left", 3))
+    s.table.play()
+    s.table.play(void="same_dir")
+    s.table.play()
+    s.table.play()
+    assert s.rules() == []
+    s.table.play()  # a fourth coup after the announcement
+    assert s.rules() == ["after_last_spin"]
+
+
 def test_bad_fields_are_violations_not_crashes():
     s = Script()
     s.table.open()

@@ -10,7 +10,8 @@ T_BOOT = "BOOT"  # fw, wheel (definition hash), reset (last reset cause), faults
 T_STATUS = "STAT"  # state, spin, rotor_ms (ms per rotor turn), rdir, lid
 T_SESSION_OPEN = "SOPEN"  # chef (chef de table's id), session
 T_SESSION_CLOSE = "SCLOSE"  # chef, session, spins
-T_LAST_THREE = "LAST3"  # last (spin number of the session's last spin), left (spins left)
+T_LAST_THREE = "LAST3"  # last (the session's coup count at its last coup), left (coups left)
+# A coup is a spin with a result: a voided launch is no coup (decree 1-7 counts coups).
 T_LAUNCH = "LAUNCH"  # spin, rdir (rotor direction), bdir (ball direction)
 T_REV = "REV"  # spin, n (revolution count), period_us
 T_RNVP = "RNVP"  # spin, drop_ms (predicted drop, firmware ms clock), lead_ms, why (fit|limit)

@@ -53,7 +53,7 @@ RULES = {
     "unknown_void_reason": "void with a reason code outside the protocol",
     "last_three_not_announced": "session closed without the last three spins announced",
     "last_three_late": "last three spins announced with fewer than three left, or moved",
-    "after_last_spin": "spin launched after the announced last spin",
+    "after_last_spin": "spin launched after the announced last coup",
     "spin_while_closed": "spin launched while the session is closed",
     "lid_not_locked": "session closed and the lid not locked",
     "bad_field": "frame with a missing or invalid field",
@@ -450,7 +450,10 @@ class _Rules:
         self.spin: _Spin | None = None
         self.prev_rdir: str | None = None
         self.session: bool | None = None  # None: unknown (recording began mid-session)
-        self.last3: int | None = None  # announced last spin
+        # Decree 1-7: the last coup is announced before the last three. LAST3 counts coups,
+        # i.e. results: a voided launch is no coup, so spin numbers cannot be compared with it.
+        self.last3: int | None = None  # announced last coup (the session's result count)
+        self.left: int | None = None  # coups left after the latest LAST3 and results since
         self.lid_pending: Frame | None = None
         self.spins: set[int] = set()
         self.fl: dict[str, str] = {}  # the fields of the frame being handled
@@ -524,8 +527,8 @@ class _Rules:
             self.bad(f, "no_outcome", f"spin {s.number} ended without result or void")
         if self.session is False:
             self.bad(f, "spin_while_closed", f"spin {n}")
-        if self.last3 is not None and n > self.last3:
-            self.bad(f, "after_last_spin", f"spin {n} after the announced last spin {self.last3}")
+        if self.left is not None and self.left <= 0:
+            self.bad(f, "after_last_spin", f"spin {n} after the announced last coup {self.last3}")
         s = _Spin(n)
         s.launched = True
         s.rdir, s.bdir = rdir, bdir
@@ -568,6 +571,8 @@ class _Rules:
             got = (self.fl.get("colour"), self.fl.get("parity"), self.fl.get("half"))
             if got != want:
                 self.bad(f, "wrong_chances", f"spin {n}: {num} is {'/'.join(want)}, sent {got}")
+        if self.left is not None:
+            self.left -= 1
         if s is None:
             return  # its launch was before the recording began: nothing more to check
         self.outcome(f, s)
@@ -603,14 +608,14 @@ class _Rules:
 
     def open(self, f: Frame) -> None:
         self.session = True
-        self.last3 = None
+        self.last3 = self.left = None
         self.lid_pending = None
 
     def close(self, f: Frame) -> None:
         if self.session is not False and self.last3 is None:
             self.bad(f, "last_three_not_announced", "session closed")
         self.session = False
-        self.last3 = None
+        self.last3 = self.left = None
         self.lid_pending = f
 
     def last_three(self, f: Frame) -> None:
@@ -621,8 +626,8 @@ class _Rules:
         if self.last3 is None and left < 3:
             self.bad(f, "last_three_late", f"announced with {left} spin(s) left")
         elif self.last3 is not None and last != self.last3:
-            self.bad(f, "last_three_late", f"last spin moved from {self.last3} to {last}")
-        self.last3 = last
+            self.bad(f, "last_three_late", f"last coup moved from {self.last3} to {last}")
+        self.last3, self.left = last, left
 
     def lid(self, f: Frame) -> None:
         if self.fl.get("locked") == "1":
