@@ -63,6 +63,18 @@ def test_sim_trace_core_agrees_with_truth(sim_trace, capsys):
     assert core["check"]["violations"] == []
 
 
+def test_a_voided_spin_agrees_with_its_void_truth(tmp_path, capsys):
+    """The simulator records where a voided spin's ball came to rest too: still a void."""
+    path = tmp_path / "void.jsonl"
+    argv = ["sim", "--spins", "5", "--seed", "7", "--scenario", "same_dir@3", "-o", str(path)]
+    assert main([*argv, "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(path), "--json"]) == 0
+    core = json.loads(capsys.readouterr().out)["core"]
+    assert core["diff_truth"] == []
+    assert [v["reason"] for v in core["check"]["voids"]] == ["same_dir"]
+
+
 def test_bets_settled_and_late_bet_refused(sim_trace, tmp_path, capsys):
     probe = run_core(read_trace(sim_trace))
     t = _times(probe)

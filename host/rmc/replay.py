@@ -281,7 +281,9 @@ def run_core(trace: Trace) -> CoreReplay | None:
     truth: dict[int, str] = {}
     for r in trace.of_kind("truth"):
         if r.get("event") == "rest" and isinstance(r.get("spin"), int):
-            truth[r["spin"]] = str(r.get("pocket"))
+            # A voided spin's ball still comes to rest somewhere: its outcome stays the void.
+            if not r.get("void"):
+                truth[r["spin"]] = str(r.get("pocket"))
         elif r.get("event") == "void" and isinstance(r.get("spin"), int):
             truth[r["spin"]] = "void:" + str(r.get("reason"))
     got: dict[int, str] = {x["spin"]: x["result"] for x in report.results}
