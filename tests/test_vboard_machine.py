@@ -280,6 +280,21 @@ def test_power_cut_on_command_and_restore(tmp_path):
         assert p.stdout.strip() == "before"
 
 
+def test_restore_right_after_cut_is_not_lost():
+    """A restore sent before the board has finished going off still powers it up again."""
+    with VirtualBoard() as board:
+        board.mpremote("exec", "open('y.txt', 'w').write('kept')")
+        for _ in range(3):
+            board.power_cut()
+            board.power_restore()  # no wait for the "off" event in between
+            off = board.wait_event("power", timeout=10)
+            on = board.wait_event("power", timeout=10)
+            assert off is not None and off["state"] == "off"
+            assert on is not None and on["state"] == "on", "the restore was lost"
+        p = board.mpremote("exec", "print(open('y.txt').read())")
+        assert p.stdout.strip() == "kept"
+
+
 def test_team_firmware_boots_on_the_virtual_machine(tmp_path):
     """firmware/board_pico.py on the simulated machine: it boots and sends its BOOT frame."""
     flash = tmp_path / "flash"

@@ -427,13 +427,23 @@ function onReboot(m) {
 
 // Power off: flash kept, RAM and serial input lost; the world clock runs on to the restore.
 let offTimer = null;
+// A cut reaches the worker asynchronously: a restore asked for before the board is really off
+// is remembered here and carried out right after the cut, instead of being lost.
+let cutPending = false;
+let restoreAfterCut = false;
 function powerOff() {
   powered = false;
+  cutPending = false;
   pendingIn = [];
   pendingUart = [];
   saveFlash();
   event({ event: "power", state: "off", t_us: world[0] });
   if (quitting) return;
+  if (restoreAfterCut) {
+    restoreAfterCut = false;
+    powerOn();
+    return;
+  }
   // Sensor edges while the board is off only change the levels it will see at power-up.
   let cur = Atomics.load(ctrl, 1);
   while (cur < sched.n) {
@@ -542,11 +552,15 @@ function control(line) {
       post({ type: "sched", ...sched });
       event({ event: "sensors", n: sched.n, base_us: world[0] });
     } else if (c.cmd === "power" && c.event === "cut") {
-      if (powered && !post({ type: "power", event: "cut" })) powerOff();
+      if (powered) {
+        if (post({ type: "power", event: "cut" })) cutPending = true;
+        else powerOff();
+      }
     } else if (c.cmd === "power" && c.event === "restore") {
       if (offTimer) clearTimeout(offTimer);
       offTimer = null;
-      powerOn();
+      if (cutPending) restoreAfterCut = true;
+      else powerOn();
     } else if (c.cmd === "uart") {
       onUartData(Buffer.from(String(c.hex || ""), "hex"));
     } else if (c.cmd === "save") {
