@@ -102,3 +102,17 @@ def test_replayed_simulation_gives_the_truth(tmp_path, scenario) -> None:
     if scenario == "power_cut":
         assert len(fr.of(proto.T_BOOT)) == 2
         assert any(f["why"] == "power" for f in fr.of(proto.T_RNVP))
+
+
+@pytest.mark.parametrize("seed", [9, 2019])
+def test_an_object_early_in_the_spin_is_an_incident_not_a_short_spin(tmp_path, seed) -> None:
+    """An object falls into the cylinder after two laps: the firmware must not take the
+    pockets it holds for the ball's drop (and void the spin for too few revolutions)."""
+    out = tmp_path / "s.jsonl"
+    args = ["sim", "--seed", str(seed), "--spins", "4", "--scenario", "object@2", "-o", str(out)]
+    assert main([*args, "--quiet"]) == 0
+    fr, truth = replay(out, tmp_path / "flash")
+    assert [v["reason"] for v in fr.of(proto.T_VOID)] == ["object"]
+    assert [f["step"] for f in fr.of(proto.T_INCIDENT)] == ["start", "ball_back", "relaunch"]
+    rests = [r["pocket"] for r in truth if r["event"] == "rest" and not r.get("void")]
+    assert [f["num"] for f in fr.of(proto.T_RESULT)] == rests

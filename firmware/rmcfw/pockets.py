@@ -114,6 +114,16 @@ class Pockets:
                 return 1
         return 0
 
+    def fresh_count(self):
+        """How many channels are held that were not held at mark(), or were let go since."""
+        n = 0
+        for i in range(NBYTES):
+            b = self.bits[i] & (~self._mark[i] | self._fell[i])
+            while b:
+                b &= b - 1
+                n += 1
+        return n
+
     def stuck_on(self, t):
         """Channels held since mark() without a break: mask them. Returns the lowest, or -1."""
         found = -1

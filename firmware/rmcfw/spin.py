@@ -74,6 +74,7 @@ class Spin:
         p.lead_s = c.lead_ms / 1000
         p.lead_revs = c.lead_revs
         p.limit_s = c.limit_ms / 1000
+        p.set_prior(c.drop_ms / 1000)
         self.ball.pair_us = c.pair_ms * 1000
         self.rotor.stop_us = c.rotor_stop_ms * 1000
         self.pockets.stuck_off_results = c.stuck_off
@@ -190,7 +191,13 @@ class Spin:
             if s == proto.S_TRACK:
                 self._check_call(now)
             if p.fresh() and ticks.diff(now, p.since) >= c.pocket_drop_ms * 1000:
-                self._drop(now)
+                if p.fresh_count() >= 2:
+                    # The ball fills one pocket at most: something else fell into the
+                    # cylinder while the ball runs (decree 1-4), not a drop.
+                    self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
+                    self._incident(now, "object")
+                else:
+                    self._drop(now)
             elif b.period_us or b.count == 1:
                 last = b.period_us or c.limit_ms * 1000
                 if ticks.diff(now, b.t_pass) > last // 100 * c.drop_pct:  # stays a small int
