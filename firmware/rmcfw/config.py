@@ -10,6 +10,9 @@ _KEYS = {
     "lead_ms": (1000, 0, 10000),  # "rien ne va plus" that long before the predicted drop
     "lead_revs": (0, 0, 10),  # ... or that many revolutions (when not 0)
     "limit_ms": (1400, 500, 5000),  # a lap longer than this: call it anyway
+    # the ball's period when the rim lets it go (hardware/wheel.json drop_angle_deg: 2*pi /
+    # sqrt(g*tan(angle)/R)), the predictor's prior for this wheel; 0: learn it from scratch
+    "drop_ms": (1352, 0, 5000),
     "min_revs": (4, 1, 20),  # fewer ball revolutions: no spin
     "lone_max": (1, 0, 100),  # ball edges without partner tolerated per spin
     "stuck_off": (300, 39, 5000),  # results without a pocket ever seen on: stuck off

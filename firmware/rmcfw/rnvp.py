@@ -1,19 +1,23 @@
 # "Rien ne va plus": when will the ball leave the track, and when to call it.
 #
-# Physics (DESIGN.md): on the track dW/dt = -alpha*W^2 - beta. With u = W^2 and the angle,
-# du/dtheta = -2*alpha*u - 2*beta is linear, so the lap-mean u_n = (1/T_n)^2 of successive
-# laps, in (rev/s)^2, follows u_(n+1) = a*u_n - b exactly: a = exp(-4*pi*alpha) is the air
-# drag of the ball (a property of the wheel and ball, learned over whole spins, where the long
+# Physics (DESIGN.md): on the track dW/dt = -alpha*W^2 - beta. With v = W^2 and the angle,
+# dv/dtheta = -2*alpha*v - 2*beta is linear, so the speed^2 at successive passes, in (rev/s)^2,
+# follows v_(n+1) = a*v_n - b exactly, and so do the lap means u_n = (1/T_n)^2: a =
+# exp(-4*pi*alpha) is the air drag of the ball (learned over whole spins, where the long
 # baseline beats the timing noise), b the rim friction of this spin (fitted on its last laps).
 #
-# The ball leaves the rim when its speed falls below a critical speed set by the wheel
-# (R*W^2 < g*tan(incline)): a lap is completed only while u stays above a threshold u_c, also
-# learned from the spins seen (wheels differ): after each drop, u_c lies between the u of the
-# last full lap and that of the lap that was not completed.
+# The ball leaves the rim when its speed falls below a critical speed set by the wheel's track
+# (R*W^2 < g*tan(drop angle), wheel.json geometry.drop_angle_deg): v_c = 1/T_c^2, T_c the
+# ball's period at the drop. It varies a few % from spin to spin and drifts slowly; wheels
+# differ a lot. So v_c starts from the wheel's prior (drop_s) when the board has one, and is
+# learned from every spin: after a drop, v_c lay between the speed^2 at the last pass and the
+# one the next pass would have had; the recent spins' brackets give a centre and a spread.
 #
-# The call comes `lead` seconds (or revolutions) before the predicted last pass of the ball,
-# or as soon as a lap has lasted longer than the safety limit, whichever is first.
+# The call comes `lead` seconds (or revolutions) before the predicted drop (to_drop: the
+# instant the ball leaves the rim, which the table sees) or last pass (lap data only show
+# passes), or as soon as a lap has lasted longer than the safety limit, whichever is first.
 from array import array
+from math import exp, log
 
 from micropython import const
 
@@ -21,9 +25,11 @@ from rmcfw import ticks
 
 _PASSES = const(64)  # pass times kept per spin (a spin has 10-25 laps)
 _MAX_AHEAD = const(60)  # laps predicted at most (a ball hardly slowing: no prediction)
-_AHEAD_KEPT = const(16)
-_SPINS = const(16)  # spins remembered to learn the threshold
+_SPINS = const(16)  # spins remembered to learn the drop speed
+_PRIOR = const(4)  # weight of the wheel's prior, in spins
+_FEW_LAPS = const(4)  # fewer laps tell little of the slowing: used only near the drop
 _A_MIN = 0.8  # bounds of the per-lap drag factor: keeps a noisy fit physical
+_GAP = 0.28  # log of v_n/v_(n+1) near the drop (laps ~15% longer each): an unknown bracket
 WHY_FIT = "fit"
 WHY_LIMIT = "limit"
 
@@ -33,36 +39,77 @@ class Predictor:
 
     After each pass, `deadline` (us, on the ticks clock) is when to call unless another pass
     comes first; due(now) says whether it has come, `why` how it was set. `drop_s` is the
-    predicted time of the ball's last pass (s from the first pass), None while there is none.
+    predicted last pass (or, with to_drop, the instant the ball leaves the rim), s from the
+    first pass, None while there is none.
+
+    drop_s (constructor): the wheel's ball period at the drop (s), 0 when unknown: then the
+    first spins are called early, with a margin that shrinks as spins are learned.
     """
 
     def __init__(
-        self, lead_s=1.0, lead_revs=0, limit_s=1.4, last_lap_s=1.1, margin=0.06, learn=0.25
+        self,
+        lead_s=1.0,
+        lead_revs=0,
+        limit_s=1.4,
+        drop_s=0.0,
+        to_drop=False,
+        margin=0.0,
+        last_lap_s=1.1,
     ):
         self.lead_s = lead_s
         self.lead_revs = lead_revs  # > 0: lead counted in revolutions instead of seconds
         self.limit_s = limit_s
-        self.margin = margin  # threshold raised by this fraction: calls err early, not late
-        self.learn = learn  # EMA factor once a few spins are known
+        self.to_drop = to_drop
+        self.margin = margin  # log margin on v_c for a pass call: errs early, not late
+        self.young = 0.5  # extra margin without a prior, divided by the spins learned + 1
+        self.recent = _PASSES  # laps in the fit of the current spin: all, the model holds
+        self.weight = 1.0  # weight of a lap relative to the next one
         self.learn_drag = True
-        self.young = 0.6  # extra margin, divided by the spins learned + 1
-        self.recent = 6  # laps in the fit of the current spin
-        self.weight = 0.8  # weight of a lap relative to the next one
-        # Until a drop is seen: a last lap of last_lap_s (DESIGN.md: median of clocked spins),
-        # the next one 15% longer, and no drag.
-        self.u_c = _mid(1.0 / (last_lap_s * last_lap_s), 1.0 / (1.3225 * last_lap_s * last_lap_s))
+        self.z = 1.5  # a pass is predicted when z standard errors of the fit above v_c
+        self.noise = 0.0  # lap-time noise seen in whole spins, as the fit's unit variance
+        self.residual = 0.0
+        self._wsum = 0.0
+        self._cuu = self._cub = self._cbb = 0.0
+        self.prior = 0.0  # log v_c of the wheel's prior, when there is one
         self.a = 1.0
         self.learned = 0  # spins learned from
         self._t = array("f", bytes(4 * _PASSES))  # pass times, s from the first pass
-        self._ahead = array("f", bytes(4 * _AHEAD_KEPT))  # predicted pass times
-        self._lo = array("f", bytes(4 * _SPINS))  # recent spins: u_c was above these
+        self._lo = array("f", bytes(4 * _SPINS))  # recent spins: log v_c was above these...
+        self._hi = array("f", bytes(4 * _SPINS))  # ... and at or below these
+        self._last_lap_s = last_lap_s
+        self.drop_prior_s = -1.0
+        self.set_prior(drop_s)
         self.reset(0)
+
+    def set_prior(self, drop_s):
+        """The wheel's ball period at the drop (s) from its geometry; 0: unknown."""
+        if drop_s == self.drop_prior_s:
+            return
+        self.drop_prior_s = drop_s
+        self.has_prior = drop_s > 0
+        if self.has_prior:
+            self.prior = -2.0 * log(drop_s)
+        else:
+            # DESIGN.md: median last lap 1.1 s, the drop some 7% slower (young margin on top)
+            self.prior = -2.0 * log(1.07 * self._last_lap_s)
+        self._estimate(min(self.learned, _SPINS))
+
+    @property
+    def u_c(self):
+        """The drop speed^2 (rev/s)^2 a pass call takes: the centre plus the margins."""
+        return exp(self.c + self._margin())
+
+    def _margin(self):
+        m = self.margin + self.spread
+        if not self.has_prior:
+            m += self.young / (self.learned + 1)
+        return m
 
     def reset(self, t0):
         """A new spin whose first pass is at t0 (us ticks)."""
         self.t0 = t0
         self.passes = 1
-        self.deadline = ticks.add(t0, int(self.limit_s * 1e6))
+        self.deadline = ticks.add(t0, int(self.limit() * 1e6))
         self.why = WHY_LIMIT
         self.drop_s = None
         self.revs_left = None
@@ -91,10 +138,10 @@ class Predictor:
         return self.deadline
 
     def limit(self):
-        """The safety limit on a lap (s): limit_s, or for a wheel known (8 spins) to hold
-        slower laps, a quarter more than the shortest last lap it was seen to drop after."""
-        if self.learned >= 8:
-            slow = 1.25 / self.u_c**0.5
+        """The safety limit on a lap (s): limit_s, or for a wheel known to drop at a slower
+        period, a little more than that period (no lap on the track can last longer)."""
+        if self.has_prior or self.learned >= 8:
+            slow = 1.05 * exp(-0.5 * (self.c - self.spread))
             if slow > self.limit_s:
                 return slow
         return self.limit_s
@@ -123,7 +170,7 @@ class Predictor:
             fade = self.weight
         if k < 2:
             return None
-        scc = scd = sdd = scu = sdu = suu = 0.0
+        scc = scd = sdd = scu = sdu = suu = wsum = 0.0
         c = 1.0
         d = 0.0
         w = 1.0
@@ -139,6 +186,7 @@ class Predictor:
             scu += wn * c * u
             sdu += wn * d * u
             suu += wn * u * u
+            wsum += w
             c *= inv
             d = d * inv + inv
             w *= fade
@@ -148,6 +196,11 @@ class Predictor:
         u = (sdd * scu - scd * sdu) / det
         b = (scc * sdu - scd * scu) / det
         self.residual = suu - 2 * (u * scu + b * sdu) + u * u * scc + 2 * u * b * scd + b * b * sdd
+        # for the uncertainty of what is predicted from (u, b): the inverse normal matrix
+        self._cuu = sdd / det
+        self._cub = -scd / det
+        self._cbb = scc / det
+        self._wsum = wsum
         return u, b
 
     def _predict(self, s):
@@ -161,39 +214,81 @@ class Predictor:
         u, b = f
         if b <= 0 and a >= 1.0:
             return None  # not slowing down (noise): no prediction yet
-        # few spins seen: one more unknown on the drop speed, so a wider safety margin
-        u_c = self.u_c * (1.0 + self.margin + self.young / (self.learned + 1))
+        if self.passes <= _FEW_LAPS:
+            # 2-3 laps: a fit of their slowing is mostly noise. A ball already within about a
+            # lap of the drop speed (a feeble launch) is called at once, any other waits.
+            if self._u(self.passes - 2) < 1.5 * self.u_c:
+                self.drop_s = s
+                self.revs_left = 0
+                return s
+            return None
+        # pass speeds^2 follow the same map; the one at this pass is about the mean of the
+        # laps either side of it (exact for a speed^2 linear in the angle)
+        v = (u + a * u - b) / 2
+        # timing noise: the fit's scatter, or what whole spins showed (steadier)
+        noise = self.residual / (self._wsum - 2) if self._wsum > 2.5 else 0.0
+        if self.noise > noise:
+            noise = self.noise
+        if self.to_drop:
+            v_c = exp(self.c + self.margin * 0.5)  # the drop instant: an unbiased threshold
+            z2 = 0.0  # and a timing error, not a lap, for a wrong guess
+        else:
+            v_c = self.u_c
+            z2 = self.z * self.z * noise
+        gu = (1 + a) / 2  # d v / d u and d v / d b of the pass speed^2 predicted
+        gb = -0.5
+        # only the passes a call before the next pass can be about need that margin: the
+        # later ones will be predicted again from more laps
+        near = s + self.lead_s + 2.5 * (s - self._t[self.passes - 2])
         t = s
         n = 0
-        times = self._ahead
-        nxt = a * u - b
         while n < _MAX_AHEAD:
-            u = nxt
-            nxt = a * u - b
-            if (u + nxt) / 2 < u_c:  # the speed at the end of that lap: below, no pass
+            nxt = a * v - b
+            gu *= a
+            gb = a * gb - 1
+            if nxt < v_c:
                 break
-            t += 1.0 / u**0.5
-            if n < _AHEAD_KEPT:
-                times[n] = t
+            if t < near or n <= self.lead_revs + 2:
+                # that pass comes if its speed^2 stays above v_c by z times its uncertainty
+                var = z2 * (gu * gu * self._cuu + 2 * gu * gb * self._cub + gb * gb * self._cbb)
+                if (nxt - v_c) * (nxt - v_c) < var:
+                    break
+            t += 2.0 / (v**0.5 + nxt**0.5)  # a lap with speed^2 linear in the angle
+            v = nxt
             n += 1
         if n >= _MAX_AHEAD:
             return None
-        self.drop_s = t
         self.revs_left = n
         if self.lead_revs > 0:
-            i = n - self.lead_revs  # the pass lead_revs laps before the last one
-            if i <= 0:
+            self.drop_s = t
+            # the pass lead_revs laps before the last: the pass n - lead_revs ahead
+            if n <= self.lead_revs:
                 return s
-            return times[i - 1] if i <= _AHEAD_KEPT else t - self.lead_revs
+            return self._pass_ahead(s, u, b, n - self.lead_revs)
+        if self.to_drop and v > v_c:
+            # the part of the lap until the speed^2, linear in the angle, meets v_c
+            nxt = a * v - b
+            t += 2.0 * (v**0.5 - v_c**0.5) / (v - nxt)
+        self.drop_s = t
         return t - self.lead_s
 
+    def _pass_ahead(self, s, u, b, k):
+        """Time (s) of the k-th pass after the one at s."""
+        a = self.a
+        v = (u + a * u - b) / 2
+        for _ in range(k):
+            nxt = a * v - b
+            s += 2.0 / (v**0.5 + nxt**0.5)
+            v = nxt
+        return s
+
     def learn_drop(self):
-        """The ball left the track after the last pass: learn drag and threshold from the spin.
-        Returns False when the spin is too short to learn from."""
+        """The ball left the track after the last pass: learn drag and drop speed from the
+        spin. Returns False when the spin is too short to learn from."""
         laps = self.passes - 1
         if laps < 3:
             return False
-        k = 1.0 / (self.learned + 1) if self.learned < 3 else self.learn
+        k = 1.0 / (self.learned + 1) if self.learned < 3 else 0.25
         if self.learn_drag and laps >= 6:
             # drag: the a whose model fits the whole spin best (a search: the regression of
             # u_(n+1) on u_n would be biased by the noise on both)
@@ -206,71 +301,88 @@ class Predictor:
                 a += 0.005
             if best is not None:
                 self.a += k * (best_a - self.a)
+        if laps >= 6 and self._state(self.a, laps, 1.0) is not None:
+            noise = self.residual / (laps - 2)
+            self.noise += k * (noise - self.noise)
         f = self._state(self.a)
         if f is None:
             return False
-        last, b = f
-        nxt = self.a * last - b  # the lap that was not completed
-        after = self.a * nxt - b
-        # the speed at a pass is about the mean of the laps either side of it
-        last = (last + nxt) / 2
-        nxt = (nxt + after) / 2
+        u, b = f
+        a = self.a
+        last = (u + a * u - b) / 2  # speed^2 at the last pass
+        nxt = a * last - b  # ... and at the pass that did not come
         if not 0 < nxt < last:
             return False  # a fit that does not slow down to a stop: nothing to learn
         i = self.learned % _SPINS
-        self._lo[i] = nxt
+        self._lo[i] = log(nxt)
+        self._hi[i] = log(last)
         self.learned += 1
-        self.u_c = self._threshold(min(self.learned, _SPINS))
+        self._estimate(min(self.learned, _SPINS))
         return True
 
-    def _threshold(self, n):
-        """The threshold from the last n spins: each said u_c lay in (lo, hi], and a
-        threshold at or below a spin's lo would have called that spin late. So take the
-        highest lo seen (and _predict adds `margin`): no recent spin would have been late; on
-        a wheel whose drop speed is steady the lo's stay below every hi, so none early either.
-        Where the drop speed varies from spin to spin, this errs early, never late."""
+    def _estimate(self, n):
+        """Centre and spread of log v_c from the last n spins' brackets (lo, hi].
+
+        On a steady wheel the highest lo and the lowest hi close in on v_c from both sides;
+        where v_c varies from spin to spin they cross, by about that variation. Their middle
+        is the centre either way, half their distance the spread. The prior counts as
+        _PRIOR spins at the centre."""
+        if n == 0:
+            self.c = self.prior  # log v_c: the centre estimate
+            self.spread = 0.0  # log half-width of what the brackets leave open
+            return
         top = self._lo[0]
+        bottom = self._hi[0]
         for i in range(1, n):
             if self._lo[i] > top:
                 top = self._lo[i]
-        return top
+            if self._hi[i] < bottom:
+                bottom = self._hi[i]
+        c = (top + bottom) / 2
+        # still open: a bracket that a single spin leaves _GAP wide narrows as 1/(n+1)
+        open_ = (bottom - top) / 2 if bottom > top else 0.0
+        cross = (top - bottom) / 2 if top > bottom else 0.0
+        if self.has_prior:
+            # the prior and the bracket's middle agree within what the bracket leaves open
+            w = _PRIOR / (_PRIOR + n)
+            c = w * self.prior + (1 - w) * c
+            open_ = 0.0
+        self.c = c
+        self.spread = open_ + cross
 
     def last_lap_s(self):
-        """The learned threshold as a lap time (s)."""
-        return 1.0 / self.u_c**0.5
-
-
-def _mid(a, b):
-    return (a * b) ** 0.5
+        """The learned drop speed as a period (s)."""
+        return exp(-0.5 * self.c)
 
 
 def export(p):
     """What a predictor learned, as plain data for the power-safe state."""
     n = min(p.learned, _SPINS)
     return {
-        "u_c": p.u_c,
         "a": p.a,
         "n": p.learned,
         "lo": [p._lo[i] for i in range(n)],
+        "hi": [p._hi[i] for i in range(n)],
     }
 
 
 def restore(p, data):
-    """Back to what export() gave; ignores data that does not fit."""
+    """Back to what export() gave; ignores data that does not fit (older formats too)."""
     try:
         lo = data["lo"]
-        if len(lo) > _SPINS:
+        hi = data["hi"]
+        if len(lo) > _SPINS or len(hi) != len(lo):
             return False
-        u_c = float(data["u_c"])
         a = float(data["a"])
         n = int(data["n"])
     except (KeyError, TypeError, ValueError):
         return False
-    if not (u_c > 0 and _A_MIN <= a <= 1.0 and n >= 0):
+    if not (_A_MIN <= a <= 1.0 and n >= 0):
         return False
     for i in range(len(lo)):
         p._lo[i] = lo[i]
-    p.u_c = u_c
+        p._hi[i] = hi[i]
     p.a = a
     p.learned = n
+    p._estimate(min(n, _SPINS))
     return True

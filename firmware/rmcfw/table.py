@@ -38,7 +38,8 @@ class Table:
         self.pockets = pockets.Pockets()
         self.rotor = rotor.Rotor(slots)
         self.ball = ball.Ball()
-        self.pred = rnvp.Predictor()
+        # the table sees the ball leave the rim: it calls the lead before that instant
+        self.pred = rnvp.Predictor(to_drop=True)
         if self.st.get("learn"):
             rnvp.restore(self.pred, self.st["learn"])
         self.wheel = tuple(wheel)

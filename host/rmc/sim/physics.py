@@ -41,8 +41,13 @@ class Params:
     # layer, the ball sees much less (calibrated on the published lap growth, see docs/sim.md).
     drag_cd: float = 0.05
     # Rim groove: effective holding angle δ (drop when R·Ω² < g·tan δ) and rolling friction μ.
-    groove_angle_deg: float = 41.0
-    groove_tan_spread: float = 0.45  # lognormal σ of tan δ from spin to spin (ball seating)
+    # δ is a property of the wheel's track (wheel.json geometry.drop_angle_deg, used when this
+    # is None); the ball seats a little differently each spin, hence a small spread.
+    groove_angle_deg: float | None = None
+    groove_tan_spread: float = 0.02  # lognormal σ of tan δ from spin to spin (ball seating)
+    # Lognormal σ of tan δ from wheel to wheel, drawn once per session (0: the wheel of
+    # wheel.json). Published figures are over many wheels: 0.45 spreads the last lap 0.6-2 s.
+    wheel_spread: float = 0.0
     rolling_friction: float = 0.030
     rolling_friction_spread: float = 0.12
     # Table tilt: a level wheel is never quite level.
@@ -62,6 +67,8 @@ class Params:
     pocket_entry_speed: float = 0.55  # fraction of the ball's speed kept when it meets the rotor
     # Session drift: how far (relative) the centre values wander over a session.
     drift_sigma: float = 0.015
+    # The drop angle drifts slower (the track warms, dust settles): it is the wheel's own.
+    drift_groove_sigma: float = 0.005
     drift_pull: float = 0.05
     # Integration step of the track model (s).
     dt_s: float = 0.004
@@ -70,7 +77,8 @@ class Params:
         checks = {
             "ball_diameter_m": self.ball_diameter_m > 0,
             "ball_mass_kg": self.ball_mass_kg > 0,
-            "groove_angle_deg": 0 < self.groove_angle_deg < 85,
+            "groove_angle_deg": self.groove_angle_deg is None or 0 < self.groove_angle_deg < 85,
+            "spreads": self.groove_tan_spread >= 0 and self.wheel_spread >= 0,
             "rolling_friction": self.rolling_friction > 0,
             "launch_period_s": 0 < self.launch_period_s[0] <= self.launch_period_s[1],
             "rotor_period_s": 0 < self.rotor_period_s[0] <= self.rotor_period_s[1],
@@ -92,12 +100,13 @@ class Drift:
     """Multiplicative factors that wander slowly over a session (one step per spin)."""
 
     groove: float = 1.0
+    wheel: float = 1.0  # this session's wheel: tan δ relative to the nominal (fixed)
     friction: float = 1.0
     tilt_dir: float = 0.0  # radians added to the tilt direction
 
     def step(self, rng: np.random.Generator, p: Params) -> None:
         # Ornstein-Uhlenbeck steps: a warming wheel wanders but does not run away.
-        self.groove += -p.drift_pull * (self.groove - 1.0) + p.drift_sigma * rng.normal()
+        self.groove += -p.drift_pull * (self.groove - 1.0) + p.drift_groove_sigma * rng.normal()
         self.friction += -p.drift_pull * (self.friction - 1.0) + p.drift_sigma * rng.normal()
         self.tilt_dir += -p.drift_pull * self.tilt_dir + 2 * p.drift_sigma * rng.normal()
 
@@ -119,7 +128,8 @@ class SpinSetup:
 def draw_setup(
     rng: np.random.Generator, wheel: Wheel, p: Params, drift: Drift, ball_dir: int
 ) -> SpinSetup:
-    tan_g = math.tan(math.radians(p.groove_angle_deg)) * drift.groove
+    angle = wheel.drop_angle_rad if p.groove_angle_deg is None else math.radians(p.groove_angle_deg)
+    tan_g = math.tan(angle) * drift.wheel * drift.groove
     tan_g *= math.exp(p.groove_tan_spread * float(np.clip(rng.normal(), -2.5, 2.5)))
     mu = p.rolling_friction * drift.friction
     mu *= 1.0 + p.rolling_friction_spread * float(np.clip(rng.normal(), -2.5, 2.5))

@@ -647,6 +647,9 @@ def simulate_session(
     b = _Builder(w, p, tm, seed, Rotor(friction=p.rotor_friction), rnvp_lead_s=rnvp_lead_s)
     rng0 = b.rng(0)
     b.rotor.phi0 = float(rng0.uniform(0, TWO_PI))
+    if p.wheel_spread:
+        # another wheel for this session (drawn only when asked: other streams stay as they were)
+        b.drift.wheel = math.exp(p.wheel_spread * float(np.clip(rng0.normal(), -2.5, 2.5)))
 
     t = tm.open_s
     b.say(t, 0, "session_open")

@@ -17,6 +17,8 @@ from rmc import HARDWARE_DIR
 from rmcfw import numbers
 
 WHEEL_JSON = HARDWARE_DIR / "wheel.json"
+# For a wheel file without geometry.drop_angle_deg: the calibrated default (docs/sim.md).
+DEFAULT_DROP_ANGLE_DEG = 41.0
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class Wheel:
     deflectors_rad: tuple[float, ...]
     track_radius_m: float
     track_incline_rad: float
+    drop_angle_rad: float  # the rim lets the ball go when R·Ω² < g·tan(this)
     pocket_radius_m: float
     deflector_radius_m: float
     ball_sensors_rad: tuple[float, float]
@@ -70,6 +73,7 @@ def load_wheel(path: str | Path | None = None) -> Wheel:
             deflectors_rad=deflectors,
             track_radius_m=float(geo["ball_track_radius_m"]),
             track_incline_rad=math.radians(float(geo["track_incline_deg"])),
+            drop_angle_rad=math.radians(float(geo.get("drop_angle_deg", DEFAULT_DROP_ANGLE_DEG))),
             pocket_radius_m=float(geo["pocket_ring_radius_m"]),
             deflector_radius_m=float(geo["deflector_ring_radius_m"]),
             ball_sensors_rad=(sensors[0], sensors[1]),
@@ -85,6 +89,8 @@ def load_wheel(path: str | Path | None = None) -> Wheel:
         raise ValueError(f"{p}: need two ball sensors, B a little clockwise of A")
     if not (wheel.pocket_radius_m < wheel.deflector_radius_m < wheel.track_radius_m):
         raise ValueError(f"{p}: radii must grow pockets < deflectors < track")
+    if not 0 < wheel.drop_angle_rad < math.radians(85):
+        raise ValueError(f"{p}: drop_angle_deg must be between 0 and 85")
     if wheel.rotor_slots < 1:
         raise ValueError(f"{p}: rotor_encoder_slots must be positive")
     return wheel
