@@ -53,7 +53,7 @@ class Predictor:
         limit_s=1.4,
         drop_s=0.0,
         to_drop=False,
-        margin=0.0,
+        margin=0.02,
         last_lap_s=1.1,
     ):
         self.lead_s = lead_s
@@ -62,14 +62,14 @@ class Predictor:
         self.to_drop = to_drop
         self.margin = margin  # log margin on v_c for a pass call: errs early, not late
         self.young = 0.5  # extra margin without a prior, divided by the spins learned + 1
-        self.recent = _PASSES  # laps in the fit of the current spin: all, the model holds
+        self.recent = 20  # laps in the fit of the current spin (the model holds that long)
         self.weight = 1.0  # weight of a lap relative to the next one
         self.learn_drag = True
         self.z = 1.5  # a pass is predicted when z standard errors of the fit above v_c
-        self.noise = 0.0  # lap-time noise seen in whole spins, as the fit's unit variance
+        self.noise = 0.0  # pass-time variance (s^2) seen in whole spins
         self.residual = 0.0
-        self._wsum = 0.0
-        self._cuu = self._cub = self._cbb = 0.0
+        self._rss = 0.0
+        self._cww = self._cwb = self._cbb = 0.0
         self.prior = 0.0  # log v_c of the wheel's prior, when there is one
         self.a = 1.0
         self.learned = 0  # spins learned from
@@ -100,7 +100,7 @@ class Predictor:
         return exp(self.c + self._margin())
 
     def _margin(self):
-        m = self.margin + self.spread
+        m = self.spread if self.spread > self.margin else self.margin
         if not self.has_prior:
             m += self.young / (self.learned + 1)
         return m
@@ -170,7 +170,7 @@ class Predictor:
             fade = self.weight
         if k < 2:
             return None
-        scc = scd = sdd = scu = sdu = suu = wsum = 0.0
+        scc = scd = sdd = scu = sdu = suu = 0.0
         c = 1.0
         d = 0.0
         w = 1.0
@@ -186,7 +186,6 @@ class Predictor:
             scu += wn * c * u
             sdu += wn * d * u
             suu += wn * u * u
-            wsum += w
             c *= inv
             d = d * inv + inv
             w *= fade
@@ -197,11 +196,75 @@ class Predictor:
         b = (scc * sdu - scd * scu) / det
         self.residual = suu - 2 * (u * scu + b * sdu) + u * u * scc + 2 * u * b * scd + b * b * sdd
         # for the uncertainty of what is predicted from (u, b): the inverse normal matrix
-        self._cuu = sdd / det
-        self._cub = -scd / det
-        self._cbb = scc / det
-        self._wsum = wsum
         return u, b
+
+    def _refine(self, a, w, b, k):
+        """(w, b) fitted to the last k+1 pass times themselves, from a first guess, or None.
+
+        Lap times are differences of noisy passes, so neighbouring laps share an error; the
+        pass times carry it once. Model: going back from the last pass (speed^2 w), each
+        earlier pass had v = (v_next + b)/a and the lap between took 2/(sqrt v + sqrt v_next);
+        an offset takes the last pass's own error. Gauss-Newton, equal weights. Sets the
+        covariance factors (_cww, _cwb, _cbb: times the pass-time variance) and _rss."""
+        last = self.passes - 1
+        inv = 1.0 / a
+        for _ in range(3):
+            if w <= 0:
+                return None
+            # sums for the normal equations of (dw, db, d_offset)
+            s11 = s12 = s13 = s22 = s23 = s33 = r1 = r2 = r3 = rss = 0.0
+            v = w
+            tau = 0.0  # model time of pass last-j, relative to the last pass
+            dw = db = 0.0  # its derivatives
+            gw = 1.0  # dv/dw, dv/db of the speed^2 at that pass
+            gb = 0.0
+            y0 = self._t[last]
+            for j in range(k + 1):
+                r = (self._t[last - j] - y0) - tau
+                s11 += dw * dw
+                s12 += dw * db
+                s13 += dw
+                s22 += db * db
+                s23 += db
+                s33 += 1.0
+                r1 += dw * r
+                r2 += db * r
+                r3 += r
+                rss += r * r
+                # one pass further back
+                vp = (v + b) * inv
+                if vp <= 0:
+                    return None
+                sv = vp**0.5
+                sn = v**0.5
+                q = 1.0 / ((sv + sn) * (sv + sn))
+                # lap = 2/(sv+sn): d lap = -q*(dvp/sv + dv/sn)
+                gwp = gw * inv
+                gbp = (gb + 1.0) * inv
+                tau -= 2.0 / (sv + sn)
+                dw += q * (gwp / sv + gw / sn)
+                db += q * (gbp / sv + gb / sn)
+                v = vp
+                gw = gwp
+                gb = gbp
+            # 3x3 solve (symmetric) by cofactors
+            c11 = s22 * s33 - s23 * s23
+            c12 = s13 * s23 - s12 * s33
+            c13 = s12 * s23 - s13 * s22
+            c22 = s11 * s33 - s13 * s13
+            c23 = s12 * s13 - s11 * s23
+            det = s11 * c11 + s12 * c12 + s13 * c13
+            if det <= 0:
+                return None
+            w += (c11 * r1 + c12 * r2 + c13 * r3) / det
+            b += (c12 * r1 + c22 * r2 + c23 * r3) / det
+        self._cww = c11 / det
+        self._cwb = c12 / det
+        self._cbb = c22 / det
+        self._rss = rss
+        if w <= 0:
+            return None
+        return w, b
 
     def _predict(self, s):
         """Call time (s) from the fit, or None. Sets drop_s and revs_left."""
@@ -224,9 +287,16 @@ class Predictor:
             return None
         # pass speeds^2 follow the same map; the one at this pass is about the mean of the
         # laps either side of it (exact for a speed^2 linear in the angle)
-        v = (u + a * u - b) / 2
-        # timing noise: the fit's scatter, or what whole spins showed (steadier)
-        noise = self.residual / (self._wsum - 2) if self._wsum > 2.5 else 0.0
+        k = self.passes - 1
+        if k > self.recent:
+            k = self.recent
+        f = self._refine(a, (u + a * u - b) / 2, b, k)
+        if f is None:
+            return None
+        v, b = f
+        u = (2 * v + b) / (1 + a)  # the last lap's mean, from the refined pass speed
+        # timing noise (pass-time variance): this spin's scatter, or whole spins' (steadier)
+        noise = self._rss / (k - 2) if k > 3 else 0.0
         if self.noise > noise:
             noise = self.noise
         if self.to_drop:
@@ -235,8 +305,8 @@ class Predictor:
         else:
             v_c = self.u_c
             z2 = self.z * self.z * noise
-        gu = (1 + a) / 2  # d v / d u and d v / d b of the pass speed^2 predicted
-        gb = -0.5
+        gu = 1.0  # d v / d w and d v / d b of the pass speed^2 predicted
+        gb = 0.0
         # only the passes a call before the next pass can be about need that margin: the
         # later ones will be predicted again from more laps
         near = s + self.lead_s + 2.5 * (s - self._t[self.passes - 2])
@@ -250,7 +320,7 @@ class Predictor:
                 break
             if t < near or n <= self.lead_revs + 2:
                 # that pass comes if its speed^2 stays above v_c by z times its uncertainty
-                var = z2 * (gu * gu * self._cuu + 2 * gu * gb * self._cub + gb * gb * self._cbb)
+                var = z2 * (gu * gu * self._cww + 2 * gu * gb * self._cwb + gb * gb * self._cbb)
                 if (nxt - v_c) * (nxt - v_c) < var:
                     break
             t += 2.0 / (v**0.5 + nxt**0.5)  # a lap with speed^2 linear in the angle
@@ -301,15 +371,18 @@ class Predictor:
                 a += 0.005
             if best is not None:
                 self.a += k * (best_a - self.a)
-        if laps >= 6 and self._state(self.a, laps, 1.0) is not None:
-            noise = self.residual / (laps - 2)
-            self.noise += k * (noise - self.noise)
-        f = self._state(self.a)
+        a = self.a
+        f = self._state(a)
         if f is None:
             return False
         u, b = f
-        a = self.a
-        last = (u + a * u - b) / 2  # speed^2 at the last pass
+        n = laps if laps < self.recent else self.recent
+        f = self._refine(a, (u + a * u - b) / 2, b, n)
+        if f is None:
+            return False
+        last, b = f  # speed^2 at the last pass
+        if n >= 6:
+            self.noise += k * (self._rss / (n - 2) - self.noise)
         nxt = a * last - b  # ... and at the pass that did not come
         if not 0 < nxt < last:
             return False  # a fit that does not slow down to a stop: nothing to learn
