@@ -19,10 +19,11 @@ def replay(p, times):
     return call, why
 
 
-def score(last_lap_s, seed, noise_s, spins=36, lead=1.0, warm=4):
+def score(last_lap_s, seed, noise_s, spins=36, lead=1.0, warm=4, prior=False):
     rng = lapgen.Rng(seed)
     w = lapgen.Wheel(rng, last_lap_s)
-    p = rnvp.Predictor(lead_s=lead)
+    # prior: the wheel's period at the drop is known (lapgen drops 7 % above the last lap)
+    p = rnvp.Predictor(lead_s=lead, drop_s=1.07 * last_lap_s if prior else 0.0)
     within = late = n = 0
     for i in range(spins):
         keep = None if i % 3 else 5 + i % 6  # often only the last 5-10 laps are clocked
@@ -38,28 +39,58 @@ def score(last_lap_s, seed, noise_s, spins=36, lead=1.0, warm=4):
     return n, within, late
 
 
-def total(cases, noise_s):
+def total(cases, noise_s, warm=4, prior=False):
     n = within = late = 0
     for last_lap_s, seed in cases:
-        a, b, c = score(last_lap_s, seed, noise_s)
+        a, b, c = score(last_lap_s, seed, noise_s, warm=warm, prior=prior)
         n += a
         within += b
         late += c
     return n, within, late
 
 
-# The issue asks for no late call and the lead within +-0.5 s on 9 spins out of 10; these
-# bounds are what the predictor reaches today (docs/firmware.md, "Measured"), below that aim.
+# The issue asks for no late call and the lead within +-0.5 s on 9 spins out of 10. No late
+# call is met; the share is not on lapgen's spins, whose drop speed jitters 3 % from spin to
+# spin: the pass either side of the drop is then a guess, and a safe guess is a lap early.
+# These bounds are the measured figures (docs/firmware.md, "Measured").
 def test_clean_laps_are_called_in_time():
     n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.0)
-    assert late <= 0.02 * n, (late, n)  # measured: 0 of 128
-    assert within >= 0.75 * n, (within, n)  # measured: 101 of 128
+    assert late == 0, (late, n)
+    assert within >= 0.79 * n, (within, n)  # measured: 102 of 128
 
 
-def test_noisy_laps_are_rarely_late():
+def test_noisy_laps_are_never_late():
     n, within, late = total(((1.1, 11), (1.4, 12)), 0.01)
-    assert late <= 0.05 * n, (late, n)  # measured: 1 of 64
-    assert within >= 0.4 * n, (within, n)  # measured: 27 of 64
+    assert late == 0, (late, n)
+    assert within >= 0.45 * n, (within, n)  # measured: 29 of 64
+    n, within, late = total(((1.1, 11), (1.4, 12)), 0.02)
+    assert late == 0, (late, n)
+    assert within >= 0.34 * n, (within, n)  # measured: 22 of 64
+
+
+def test_a_known_wheel_needs_no_learning_spins():
+    # The board has its wheel's drop speed (wheel.json -> config drop_ms): from the first spin
+    n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.01, warm=0, prior=True)
+    assert late == 0, (late, n)
+    assert within >= 0.66 * n, (within, n)  # measured: 98 of 144
+
+
+def test_the_drop_instant_is_called_ahead_of_the_last_pass():
+    # to_drop (the table): the lead counts to the predicted instant the ball leaves the rim,
+    # which is after the last pass (lapgen: when u falls below u_c within the next lap)
+    rng = lapgen.Rng(8)
+    w = lapgen.Wheel(rng, 1.1, drag=0.02)
+    p = rnvp.Predictor(to_drop=True, drop_s=1.07 * 1.1)
+    for _ in range(12):
+        t = w.spin(noise_s=0.0)
+        call, why = replay(p, t)
+        if call is None:  # due after the last pass: the ball leaves later in that lap
+            call, why = ticks.diff(p.deadline, p.t0) / 1e6, p.why
+        assert why == "fit", why
+        # the drop comes within the lap after the last pass (at most ~1.2 x the last lap):
+        # a call within +-0.5 s of 1 s before it lies in this window
+        lap = t[-1] - t[-2]
+        assert t[-1] - 1.5 <= call <= t[-1] + 1.2 * lap - 0.5, (call, t[-1], lap)
 
 
 def test_the_safety_limit_calls_a_slow_ball():
@@ -97,7 +128,12 @@ def test_learned_wheel_survives_export_and_restore():
     q = rnvp.Predictor()
     assert rnvp.restore(q, data)
     assert q.learned == p.learned and abs(q.u_c - p.u_c) < 1e-6 and abs(q.a - p.a) < 1e-6
-    assert not rnvp.restore(rnvp.Predictor(), {"u_c": -1, "a": 1, "n": 0, "lo": []})
+    assert abs(q.c - p.c) < 1e-6 and abs(q.spread - p.spread) < 1e-6
+    # a prior set after the restore (the table's config) keeps what was learned
+    q.set_prior(1.3)
+    assert q.learned == p.learned and q.has_prior
+    assert not rnvp.restore(rnvp.Predictor(), {"a": 2, "n": 0, "lo": [], "hi": []})
+    assert not rnvp.restore(rnvp.Predictor(), {"u_c": 1, "a": 1, "n": 0, "lo": []})  # old
     assert not rnvp.restore(rnvp.Predictor(), {"junk": 1})
 
 
