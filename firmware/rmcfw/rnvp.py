@@ -29,7 +29,6 @@ _SPINS = const(16)  # spins remembered to learn the drop speed
 _PRIOR = const(4)  # weight of the wheel's prior, in spins
 _FEW_LAPS = const(4)  # fewer laps tell little of the slowing: used only near the drop
 _A_MIN = 0.8  # bounds of the per-lap drag factor: keeps a noisy fit physical
-_GAP = 0.28  # log of v_n/v_(n+1) near the drop (laps ~15% longer each): an unknown bracket
 WHY_FIT = "fit"
 WHY_LIMIT = "limit"
 
@@ -412,7 +411,7 @@ class Predictor:
             if self._hi[i] < bottom:
                 bottom = self._hi[i]
         c = (top + bottom) / 2
-        # still open: a bracket that a single spin leaves _GAP wide narrows as 1/(n+1)
+        # what the brackets leave open (steady wheel), or how far they cross (varying one)
         open_ = (bottom - top) / 2 if bottom > top else 0.0
         cross = (top - bottom) / 2 if top > bottom else 0.0
         if self.has_prior:
