@@ -5,6 +5,10 @@ _KEYS = {
     "settle_ms": (1500, 200, 10000),  # one pocket held that long: the ball is at rest
     "object_ms": (300, 20, 5000),  # two pockets held that long: an object in the cylinder
     "no_pocket_ms": (10000, 2000, 60000),  # no pocket after the drop: the ball left the wheel
+    # pockets saw the ball bounce, then none holds it that long: a dead pocket sensor
+    "dead_pocket_ms": (3000, 500, 60000),
+    # a pocket held that long while bets are open (the ball is off the pockets): stuck on
+    "stuck_on_ms": (1500, 200, 60000),
     "drop_pct": (160, 120, 400),  # no pass for this % of the last lap: the ball has dropped
     "pocket_drop_ms": (30, 1, 1000),  # a new pocket held that long during the run: dropped
     "lead_ms": (1000, 0, 10000),  # "rien ne va plus" that long before the predicted drop

@@ -124,6 +124,16 @@ class Pockets:
                 n += 1
         return n
 
+    def mask_held(self, t):
+        """Mask every channel held now (found stuck on); the lowest, or -1 when none."""
+        found = _first(self.bits)
+        if found >= 0:
+            for i in range(NBYTES):
+                self.mask[i] |= self.bits[i]
+                self._fell[i] &= ~self.bits[i]  # an older release must not unmask it at once
+            self._update(t)
+        return found
+
     def stuck_on(self, t):
         """Channels held since mark() without a break: mask them. Returns the lowest, or -1."""
         found = -1

@@ -162,6 +162,8 @@ class Spin:
             if self.pockets.count:
                 self._incident(t, "object")  # the ball still runs while something is held
             else:
+                if self.touched:  # the pockets saw it bounce, then lost it: a dead sensor
+                    self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
                 self._void(t, proto.V_SENSORS)  # no pocket, yet the ball is on the track
         elif s == proto.S_INCIDENT and self.inc_back:
             self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_RELAUNCH))
@@ -212,7 +214,11 @@ class Spin:
             elif p.count >= 2 and held >= c.object_ms * 1000:
                 self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
                 self._incident(now, "object")
-            elif not p.count and ticks.diff(now, self.t_pocket) >= c.no_pocket_ms * 1000:
+            elif (
+                not p.count
+                and ticks.diff(now, self.t_pocket)
+                >= (c.dead_pocket_ms if self.touched else c.no_pocket_ms) * 1000
+            ):
                 if self.touched:
                     # pockets saw the ball bounce, none sees it at rest: a dead sensor
                     self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
@@ -221,6 +227,11 @@ class Spin:
                     self.fault(proto.F_NO_POCKET, 1, "")
                     self._void(now, proto.V_BALL_OUT)
                 self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
+        elif s == proto.S_BETS:
+            # Bets open: the ball was picked up (every pocket was seen empty), so a pocket
+            # held this long is a sensor stuck on (or something lying in it): mask, report.
+            if p.count and ticks.diff(now, p.since) >= c.stuck_on_ms * 1000:
+                self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % p.mask_held(now))
         elif s == proto.S_INCIDENT and not self.inc_back:
             if p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
                 want = self._previous_channel()

@@ -223,6 +223,29 @@ def test_a_pocket_stuck_on_is_found_and_masked():
     assert f[-1]["on"] == 0
 
 
+def test_a_pocket_stuck_on_while_bets_are_open_is_reported_before_the_launch():
+    tb, fr = open_table()
+    tb.feed(2_000_000, 7, 1)  # the ball is off the pockets while bets are open
+    run(tb, [(2_000_001, 40, 0)], until=3_400_000)
+    assert not fr.of(proto.T_FAULT)  # not yet: stuck_on_ms is 1.5 s
+    run(tb, [(3_400_001, 40, 0)], until=3_600_000)
+    assert fr.of(proto.T_FAULT) == [{"code": proto.F_POCKET_STUCK_ON, "on": 1, "detail": "7"}]
+    assert tb.pockets.count == 0  # masked: the next drop sees only the ball
+    ev, _t_rest, t_end = spin_events(5_000_000, 1, -1, 12)
+    run(tb, ev, until=t_end)
+    assert fr.of(proto.T_RESULT)[0]["num"] == WHEEL[12]
+    assert len(fr.of(proto.T_FAULT)) == 1  # reported once
+
+
+def test_a_dead_pocket_sensor_voids_the_spin_soon_after_the_bounces():
+    tb, fr = open_table()
+    ev, t_rest, _t_end = spin_events(5_000_000, 1, -1, 12)
+    ev = [e for e in ev if e[1] != 12]  # bounces seen, the resting pocket's sensor dead
+    run(tb, ev, until=t_rest + 3_500_000)
+    assert fr.of(proto.T_VOID) == [{"spin": 1, "reason": proto.V_SENSORS}]
+    assert {"code": proto.F_POCKET_STUCK_OFF, "on": 1, "detail": "-"} in fr.of(proto.T_FAULT)
+
+
 def test_state_survives_a_reboot_and_faults_are_reported_again():
     d = scratch_dir()
     tb, _fr = open_table(store.Store(d))

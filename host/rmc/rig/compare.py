@@ -232,11 +232,19 @@ def compare(
         cmp.problems.append(f"outcomes outside any spin: {stray[:5]}")
     # Faults: each truth fault needs a FAULT frame with its code and on/off, soon after;
     # each truth tamper event (lid opened while closed) a TAMP frame with its `what`.
+    # A fault the truth marks undetectable at its instant (a dead sensor reads like an empty
+    # pocket) must be reported by the end of its spin; its end cannot be seen at all.
     events = [(rx, f) for rx, f in frames if f.type in (proto.T_FAULT, proto.T_TAMPER)]
+    spin_end = {s.spin: s.end_ms for s in spins}
     taken: set[int] = set()
+    faults = [r for r in faults if r.get("detectable", True) or str(r.get("on", 1)) == "1"]
     cmp.faults_expected = len(faults)
     for r in faults:
         t = r.get("t_us", 0) / 1000
+        until = t + tol.fault_s * 1000
+        if not r.get("detectable", True):
+            end = spin_end.get(r.get("spin"))
+            until = float("inf") if end is None else end + tol.fault_s * 1000
         if r.get("event") == "tamper":
             want = {"type": proto.T_TAMPER, "what": str(r.get("what"))}
             label = f"tamper {want['what']}"
@@ -251,7 +259,7 @@ def compare(
                 and f.type == want["type"]
                 and all(f.fields.get(key, "1" if key == "on" else None) == v
                         for key, v in want.items() if key != "type")
-                and t - 100 <= rx <= t + tol.fault_s * 1000
+                and t - 100 <= rx <= until
             ),
             None,
         )  # fmt: skip
