@@ -1,6 +1,7 @@
 """The rig's whole logic against the virtual board: the same scenario set as `make hil`.
 
-The virtual board (rmc.vboard) runs the table firmware on MicroPython's WebAssembly port;
+The virtual board (rmc.vboard) runs the table firmware on MicroPython's WebAssembly port,
+deployed onto it by the real mpremote;
 the rig feeds it each scenario's sensor edges through the virtual backend, sends the session
 commands on its frame UART, reads the frames back and compares them with the truth. The
 self-test reads the board's inputs over the real mpremote transport, as on hardware.
@@ -15,6 +16,7 @@ from typing import ClassVar
 
 import pytest
 
+from rmc.demo.deploy import build, deploy
 from rmc.rig import pins as pinmod
 from rmc.rig.backends import RigError
 from rmc.rig.compare import Tolerances
@@ -119,8 +121,14 @@ def run_scenario(sc, tmp: Path):
         trace = write_trace(sc, folder)
         init = folder / "initial.jsonl"
         init.write_text("\n".join(json.dumps(r) for r in [trace.header, *initial_records(trace)]))
-        flash = firmware_flash(folder / "flash")
-        with VirtualBoard(flash=flash, speed=SPEED, sensors=init) as vb:
+        # As on a table: an empty board, the firmware compiled with mpy-cross and copied with
+        # the real mpremote (as `make deploy`), then a reset runs its main.py.
+        built = build(folder / "mpy")
+        with VirtualBoard(speed=SPEED, sensors=init) as vb:
+            deploy(vb, built)
+            vb.skip_events()
+            vb.mpremote("exec", "import machine; machine.reset()", check=False, timeout=30)
+            assert vb.wait_event("boot", timeout=30) is not None, "main.py did not start"
             _runs[sc.name] = VirtualRig(vb, tolerances=PER_RUN).run(
                 trace, record=folder / "run.jsonl"
             )
