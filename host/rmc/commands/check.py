@@ -41,6 +41,15 @@ def read_key(path: str | None) -> bytes | None:
     return load_key(text)
 
 
+def unusable(command: str, e: OSError | ValueError, as_json: bool, err: Console) -> int:
+    """Report input that cannot be used (exit 2): a JSON error object too when asked."""
+    msg = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    if as_json:
+        print(json.dumps({"error": msg, "usable": False}))
+    err.print(f"[red]rmc {command}: {msg}[/red]")
+    return 2
+
+
 def run(args: argparse.Namespace) -> int:
     from rmc.checker import check_bytes
 
@@ -51,11 +60,7 @@ def run(args: argparse.Namespace) -> int:
         report, kind, _ = check_bytes(data, key)
     except (OSError, ValueError) as e:
         # TraceError is a ValueError: unusable input, as are a bad key file and a bad path.
-        msg = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        if args.json:
-            print(json.dumps({"error": msg, "usable": False}))
-        err.print(f"[red]rmc check: {msg}[/red]")
-        return 2
+        return unusable("check", e, args.json, err)
     trace_errors = getattr(report, "trace_errors", [])
     out = report.to_json()
     out["input"] = kind

@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rmc.checker import check_bytes
-    from rmc.commands.check import read_key
+    from rmc.commands.check import read_key, unusable
     from rmc.money import fmt
     from rmc.replay import run_core, settle_bets
     from rmc.trace import looks_like_trace, parse_trace
@@ -47,11 +47,7 @@ def run(args: argparse.Namespace) -> int:
         trace = parse_trace(data)
         report, _, _ = check_bytes(data, key)
     except (OSError, ValueError) as e:
-        msg = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        if args.json:
-            print(json.dumps({"error": msg, "usable": False}))
-        err.print(f"[red]rmc replay: {msg}[/red]")
-        return 2
+        return unusable("replay", e, args.json, err)
     out: dict = {"check": report.to_json(), "trace_errors": trace.errors}
     problems = not report.clean or bool(trace.errors)
     if report.valid == 0:
