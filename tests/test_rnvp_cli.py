@@ -66,10 +66,12 @@ def test_the_lead_follows_the_option(tmp_path, capsys) -> None:
 
 def test_same_predictor_as_the_firmware(tmp_path, capsys) -> None:
     """The CLI replays through rmcfw.rnvp: the same calls as feeding the predictor directly."""
+    from rmc.rnvp import read_laps
     from rmcfw import rnvp, ticks
 
-    spins = _wheel_spins(8)
-    out = _run_json(capsys, str(_write(tmp_path / "l.csv", spins)))["spins"]
+    f = _write(tmp_path / "l.csv", _wheel_spins(8))
+    out = _run_json(capsys, str(f))["spins"]
+    spins = read_laps(f)  # the laps as the file holds them (4 decimals)
     p = rnvp.Predictor(lead_s=1.0)
     for laps, got in zip(spins, out, strict=True):
         t = [0]

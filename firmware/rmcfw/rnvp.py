@@ -16,8 +16,32 @@
 # The call comes `lead` seconds (or revolutions) before the predicted drop (to_drop: the
 # instant the ball leaves the rim, which the table sees) or last pass (lap data only show
 # passes), or as soon as a lap has lasted longer than the safety limit, whichever is first.
+#
+# A call counted to the last pass (`rmc rnvp`) weighs its doubt (_decide): each pass ahead
+# gets the probability that it is the last, from v_c's spread and the fit's error; the call
+# comes late after a pass with at most _RISK probability, and within that bound where it is
+# most likely within +-0.5 s of the lead. When the next pass may or may not be the last, a
+# call just before it is within for the pass after it (laps up to ~1.4 s): the doubt then
+# costs little. Short or noisy series borrow the friction b, the drag a and the timing noise
+# of the wheel's earlier spins as priors, each weighed by how well those spins told it.
 from array import array
-from math import exp, log
+from math import exp, log, sqrt
+
+try:
+    from math import erf
+except ImportError:  # a port built without the special functions
+
+    def erf(x):
+        # Abramowitz & Stegun 7.1.26, |error| < 1.5e-7
+        y = x if x >= 0 else -x
+        t = 1.0 / (1.0 + 0.3275911 * y)
+        p = t * (
+            0.254829592
+            + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
+        )
+        y = 1.0 - p * exp(-y * y)
+        return y if x >= 0 else -y
+
 
 from micropython import const
 
@@ -29,6 +53,19 @@ _SPINS = const(16)  # spins remembered to learn the drop speed
 _PRIOR = const(4)  # weight of the wheel's prior, in spins
 _FEW_LAPS = const(4)  # fewer laps tell little of the slowing: used only near the drop
 _A_MIN = 0.8  # bounds of the per-lap drag factor: keeps a noisy fit physical
+_MIN_LAPS = const(4)  # a spin of fewer laps is void: its last pass is at least the 4th
+_A_NEW = 1.0  # drag factor per lap before any spin: none known (DESIGN.md wheels: 0.95-1)
+_SD_A = 0.03  # ... and its standard deviation
+_FORGET = 0.9  # per spin, the weight left to what earlier spins said of the drag
+_RISK = 0.001  # a pass call may miss a last pass this likely (a late call)
+_GUARD = 0.02  # s: a call bounded by a pass comes at least this much before it
+_OFFSETS = (0.0, -0.4, -0.2, 0.2, 0.4)  # s: calls tried around each pass's lead
+_NOISE_MIN = 1e-5  # s^2: pass-time variance assumed at least (3 ms), for the friction's prior
+_NOISE_NEW = 1e-4  # s^2: (10 ms)^2, the timing noise assumed before any spin
+_NOISE_DOF = 6  # the noise seen in whole spins weighs as that many laps of this one
+_LB_VAR_MIN = 0.0025  # (5 %)^2: the friction varies at least that much from spin to spin
+_SD_WHEELS = 0.6  # log v_c across wheels (last laps of 0.6-2 s)
+_LAST_GROWTH = 0.756  # (1/1.15)^2: the last lap some 15 % longer than the one before
 WHY_FIT = "fit"
 WHY_LIMIT = "limit"
 
@@ -43,6 +80,8 @@ class Predictor:
 
     drop_s (constructor): the wheel's ball period at the drop (s), 0 when unknown: then the
     first spins are called early, with a margin that shrinks as spins are learned.
+    A spin whose ball leaves before its 4th pass is void (decree: fewer than 4 revolutions):
+    no call is placed for it.
     """
 
     def __init__(
@@ -69,10 +108,22 @@ class Predictor:
         self.residual = 0.0
         self._rss = 0.0
         self._cww = self._cwb = self._cbb = 0.0
+        self._cwa = self._cba = self._caa = 0.0
+        self._m = [0.0] * 16  # the normal matrix of a fit, then its inverse
+        self.a_fit = 1.0
         self.prior = 0.0  # log v_c of the wheel's prior, when there is one
-        self.a = 1.0
+        self.a = _A_NEW
+        self._pa = 1.0 / (_SD_A * _SD_A)  # precision of a
+        self.drag_spins = 0  # spins it was learned from
         self.learned = 0  # spins learned from
+        self.lb = 0.0  # log of the friction b of this wheel's spins: mean, variance, count
+        self.lbv = 0.0
+        self.nb = 0
+        self.nn = 0  # spins the timing noise was learned from
         self._t = array("f", bytes(4 * _PASSES))  # pass times, s from the first pass
+        self._tp = array("f", bytes(4 * _MAX_AHEAD))  # passes ahead: time (s from first),
+        self._st = array("f", bytes(4 * _MAX_AHEAD))  # its standard error (s),
+        self._pl = array("f", bytes(4 * _MAX_AHEAD))  # the probability that it is the last
         self._lo = array("f", bytes(4 * _SPINS))  # recent spins: log v_c was above these...
         self._hi = array("f", bytes(4 * _SPINS))  # ... and at or below these
         self._last_lap_s = last_lap_s
@@ -197,71 +248,109 @@ class Predictor:
         # for the uncertainty of what is predicted from (u, b): the inverse normal matrix
         return u, b
 
-    def _refine(self, a, w, b, k):
+    def _refine(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0):
         """(w, b) fitted to the last k+1 pass times themselves, from a first guess, or None.
 
         Lap times are differences of noisy passes, so neighbouring laps share an error; the
         pass times carry it once. Model: going back from the last pass (speed^2 w), each
         earlier pass had v = (v_next + b)/a and the lap between took 2/(sqrt v + sqrt v_next);
         an offset takes the last pass's own error. Gauss-Newton, equal weights. Sets the
-        covariance factors (_cww, _cwb, _cbb: times the pass-time variance) and _rss."""
+        covariance factors (_cww, _cwb, _cbb, and with a fitted _cwa, _cba, _caa: times the
+        pass-time variance), _rss, and a_fit.
+
+        lam > 0: b has a prior b0, of variance (pass-time variance)/lam: the friction this
+        wheel's spins had, which short noisy series cannot tell from their own laps.
+        lam_a > 0: the drag is fitted too, with the given a as its prior (variance
+        (pass-time variance)/lam_a): a wheel not yet learned, or drifting, is then not
+        taken for a known one."""
         last = self.passes - 1
-        inv = 1.0 / a
-        for _ in range(3):
-            if w <= 0:
+        a0 = a
+        m = self._m
+        for _ in range(4):
+            if w <= 0 or a <= 0:
                 return None
-            # sums for the normal equations of (dw, db, d_offset)
-            s11 = s12 = s13 = s22 = s23 = s33 = r1 = r2 = r3 = rss = 0.0
+            inv = 1.0 / a
+            # sums for the normal equations of (dw, db, da, d_offset)
+            s11 = s12 = s13 = s14 = s22 = s23 = s24 = s33 = s34 = s44 = 0.0
+            r1 = r2 = r3 = r4 = rss = 0.0
             v = w
             tau = 0.0  # model time of pass last-j, relative to the last pass
-            dw = db = 0.0  # its derivatives
-            gw = 1.0  # dv/dw, dv/db of the speed^2 at that pass
-            gb = 0.0
+            dw = db = da = 0.0  # its derivatives
+            gw = 1.0  # dv/dw, dv/db, dv/da of the speed^2 at that pass
+            gb = ga = 0.0
             y0 = self._t[last]
             for j in range(k + 1):
                 r = (self._t[last - j] - y0) - tau
                 s11 += dw * dw
                 s12 += dw * db
-                s13 += dw
+                s13 += dw * da
+                s14 += dw
                 s22 += db * db
-                s23 += db
-                s33 += 1.0
+                s23 += db * da
+                s24 += db
+                s33 += da * da
+                s34 += da
+                s44 += 1.0
                 r1 += dw * r
                 r2 += db * r
-                r3 += r
+                r3 += da * r
+                r4 += r
                 rss += r * r
                 # one pass further back
                 vp = (v + b) * inv
                 if vp <= 0:
                     return None
-                sv = vp**0.5
-                sn = v**0.5
+                sv = sqrt(vp)
+                sn = sqrt(v)
                 q = 1.0 / ((sv + sn) * (sv + sn))
                 # lap = 2/(sv+sn): d lap = -q*(dvp/sv + dv/sn)
                 gwp = gw * inv
                 gbp = (gb + 1.0) * inv
+                gap = (ga - vp) * inv
                 tau -= 2.0 / (sv + sn)
                 dw += q * (gwp / sv + gw / sn)
                 db += q * (gbp / sv + gb / sn)
+                da += q * (gap / sv + ga / sn)
                 v = vp
                 gw = gwp
                 gb = gbp
-            # 3x3 solve (symmetric) by cofactors
-            c11 = s22 * s33 - s23 * s23
-            c12 = s13 * s23 - s12 * s33
-            c13 = s12 * s23 - s13 * s22
-            c22 = s11 * s33 - s13 * s13
-            c23 = s12 * s13 - s11 * s23
-            det = s11 * c11 + s12 * c12 + s13 * c13
-            if det <= 0:
+                ga = gap
+            s22 += lam
+            r2 += lam * (b0 - b)
+            if lam_a > 0:
+                s33 += lam_a
+                r3 += lam_a * (a0 - a)
+            else:  # a held: its row says da = 0
+                s13 = s23 = s34 = r3 = 0.0
+                s33 = 1.0
+            m[0] = s11
+            m[1] = s12
+            m[2] = s13
+            m[3] = s14
+            m[5] = s22
+            m[6] = s23
+            m[7] = s24
+            m[10] = s33
+            m[11] = s34
+            m[15] = s44
+            if not _invert4(m):
                 return None
-            w += (c11 * r1 + c12 * r2 + c13 * r3) / det
-            b += (c12 * r1 + c22 * r2 + c23 * r3) / det
-        self._cww = c11 / det
-        self._cwb = c12 / det
-        self._cbb = c22 / det
+            w += m[0] * r1 + m[1] * r2 + m[2] * r3 + m[3] * r4
+            b += m[1] * r1 + m[5] * r2 + m[6] * r3 + m[7] * r4
+            if lam_a > 0:
+                a += m[2] * r1 + m[6] * r2 + m[10] * r3 + m[11] * r4
+        self._cww = m[0]
+        self._cwb = m[1]
+        self._cbb = m[5]
+        if lam_a > 0:
+            self._cwa = m[2]
+            self._cba = m[6]
+            self._caa = m[10]
+        else:
+            self._cwa = self._cba = self._caa = 0.0
         self._rss = rss
-        if w <= 0:
+        self.a_fit = a
+        if w <= 0 or a <= 0:
             return None
         return w, b
 
@@ -274,9 +363,12 @@ class Predictor:
         if f is None:
             return None
         u, b = f
-        if b <= 0 and a >= 1.0:
+        # a pass call weighs how sure it is (_decide); the drop instant's call needs a slowing
+        # already seen, and some laps
+        to_pass = not self.to_drop and self.lead_revs <= 0
+        if b <= 0 and a >= 1.0 and not to_pass:
             return None  # not slowing down (noise): no prediction yet
-        if self.passes <= _FEW_LAPS:
+        if self.passes <= _FEW_LAPS and not to_pass:
             # 2-3 laps: a fit of their slowing is mostly noise. A ball already within about a
             # lap of the drop speed (a feeble launch) is called at once, any other waits.
             if self._u(self.passes - 2) < 1.5 * self.u_c:
@@ -289,7 +381,17 @@ class Predictor:
         k = self.passes - 1
         if k > self.recent:
             k = self.recent
-        f = self._refine(a, (u + a * u - b) / 2, b, k)
+        b0, lb = self.b_prior()
+        n0 = self.noise if self.nn else _NOISE_NEW  # the timing noise expected
+        pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
+        if to_pass:
+            lam = pn / (lb * lb * b0 * b0)
+            # a wheel whose drag no spin has shown yet: fitted too
+            lam_a = 0.0 if self.drag_spins else pn * self._pa
+            f = self._refine(a, (u + a * u - b0) / 2, b0, k, b0, lam, lam_a)
+        else:  # the table's sensors: exact passes, no priors needed
+            lam_a = 0.0
+            f = self._refine(a, (u + a * u - b) / 2, b, k)
         if f is None:
             return None
         v, b = f
@@ -298,6 +400,20 @@ class Predictor:
         noise = self._rss / (k - 2) if k > 3 else 0.0
         if self.noise > noise:
             noise = self.noise
+        if to_pass:
+            # a few laps' scatter is itself scattered: pooled with whole spins' noise, or
+            # before any spin with hand-clocked laps' (DESIGN.md: tens of ms)
+            dof = k - 2 if lam_a == 0 else k - 3  # pass times less parameters fitted
+            noise = (self._rss + _NOISE_DOF * n0) / (dof + _NOISE_DOF)
+            # the speed^2 lost per lap: a ball not seen slowing gets no prediction
+            g = 1.0 - self.a_fit
+            slow = g * v + b
+            var = noise * _quad(
+                g, 1.0, -v, self._cww, self._cwb, self._cbb, self._cwa, self._cba, self._caa
+            )
+            if slow <= 0 or slow * slow < 4.0 * var:
+                return None
+            return self._decide(s, v, b, noise)
         if self.to_drop:
             v_c = exp(self.c + self.margin * 0.5)  # the drop instant: an unbiased threshold
             z2 = 0.0  # and a timing error, not a lap, for a wrong guess
@@ -341,6 +457,173 @@ class Predictor:
         self.drop_s = t
         return t - self.lead_s
 
+    def b_prior(self):
+        """(b0, sd of log b): the friction this wheel's spins had; before any, what the
+        drop speed and DESIGN.md's last lap some 15 % longer than the one before give."""
+        if self.nb == 0:
+            sc = self.sigma_c()
+            return exp(self.c) * (self.a - _LAST_GROWTH), sqrt(0.3 * 0.3 + sc * sc)
+        v = self.lbv if self.lbv > _LB_VAR_MIN else _LB_VAR_MIN
+        return exp(self.lb), sqrt(v + v / self.nb)
+
+    def sigma_c(self):
+        """Standard deviation of log v_c as a pass call sees it: the spin-to-spin variation
+        (or what the brackets leave open), plus, with no prior, the youth of the learning."""
+        m = self.spread if self.spread > self.margin else self.margin
+        if not self.has_prior:
+            y = self.young / (self.learned + 1)
+            return sqrt(m * m + y * y)
+        return m
+
+    def _belief(self):
+        """(centre, variance) of log v_c for a pass call.
+
+        With the wheel's prior: as learned (the prior weighs as _PRIOR spins). Without: what
+        the brackets leave open (taken as uniform), weighed against what DESIGN.md says of
+        wheels in general (a last lap of 0.6-2 s); then the spin-to-spin variation on top."""
+        if self.has_prior:
+            m = self.spread if self.spread > self.margin else self.margin
+            return self.c, m * m
+        w = self.cross if self.cross > self.margin else self.margin
+        p = 1.0 / (_SD_WHEELS * _SD_WHEELS)
+        pc = p * (-2.0 * log(1.07 * self._last_lap_s))
+        if self.learned:
+            o = self.open / 1.7320508 + 0.005  # the sd of a uniform over +-open
+            p += 1.0 / (o * o)
+            pc += self.c / (o * o)
+        return pc / p, 1.0 / p + w * w
+
+    def _decide(self, s, v, b, noise):
+        """Call time (s) for a lead counted to the last pass, from the pass speed^2 v now.
+
+        Which pass is the last is uncertain (v_c, the fit): each pass ahead gets the
+        probability that it is the last. A call must come before the earliest pass that is
+        the last with more than _RISK probability (never late); within that bound the call
+        takes the time that puts the most probability within +-0.5 s of the lead. When the
+        next pass may or may not be the last, a call just before it is within for the pass
+        after it, whose lap is shorter than lead + 0.5 s: the doubt then costs little."""
+        a = self.a_fit
+        c, sc2 = self._belief()
+        cww = self._cww
+        cwb = self._cwb
+        cbb = self._cbb
+        cwa = self._cwa
+        cba = self._cba
+        caa = self._caa
+        tp = self._tp
+        st = self._st
+        pl = self._pl
+        # the current pass came: the later ones are conditional on it
+        phi0 = _cdf((log(v) - c) / sqrt(sc2 + noise * cww / (v * v)))
+        if phi0 < 1e-9:
+            phi0 = 1e-9
+        t = s
+        gw = 1.0  # d v / d w, d v / d b, d v / d a of the pass speed^2 ahead
+        gb = ga = 0.0
+        tw = tb = ta = 0.0  # the same of its time
+        alive = 1.0  # probability that the pass reached so far comes
+        cum = 0.0
+        first = -1  # the earliest pass that may be the last
+        n = 0
+        while n < _MAX_AHEAD:
+            tp[n] = t
+            st[n] = (
+                sqrt(noise * (_quad(tw, tb, ta, cww, cwb, cbb, cwa, cba, caa) + 1.0)) if n else 0.0
+            )
+            nxt = a * v - b
+            gwn = a * gw
+            gbn = a * gb - 1.0
+            gan = v + a * ga
+            if nxt > 0:
+                varv = noise * _quad(gwn, gbn, gan, cww, cwb, cbb, cwa, cba, caa)
+                nxt_alive = _cdf((log(nxt) - c) / sqrt(sc2 + varv / (nxt * nxt)))
+                if self.passes + n <= _MIN_LAPS:
+                    # a ball that leaves sooner voids the spin (decree: fewer than 4
+                    # revolutions): that pass comes, and the later ones are counted from it
+                    phi0 = nxt_alive if nxt_alive > 1e-9 else 1e-9
+                    nxt_alive = 1.0
+                else:
+                    nxt_alive /= phi0
+                if nxt_alive > alive:
+                    nxt_alive = alive
+            else:
+                nxt_alive = 0.0
+            pl[n] = alive - nxt_alive  # the pass n ahead is the last one
+            cum += pl[n]
+            if first < 0 and cum > _RISK:
+                first = n
+            n += 1
+            if nxt_alive < 1e-4 or (first >= 0 and n > first + 2):
+                break
+            sv = sqrt(v)
+            sn = sqrt(nxt)
+            q = 1.0 / ((sv + sn) * (sv + sn))
+            tw -= q * (gw / sv + gwn / sn)  # lap = 2/(sv + sn)
+            tb -= q * (gb / sv + gbn / sn)
+            ta -= q * (ga / sv + gan / sn)
+            t += 2.0 / (sv + sn)
+            v = nxt
+            gw = gwn
+            gb = gbn
+            ga = gan
+            alive = nxt_alive
+        if first < 0:
+            return None  # no end in sight: the safety limit stands
+        # the latest call whose risk of coming after the last pass stays within _RISK
+        latest = s
+        if pl[0] <= _RISK:
+            lo = s
+            hi = tp[n - 1]
+            if self._late(hi, n) <= _RISK:
+                lo = hi
+            else:
+                for _ in range(16):
+                    x = (lo + hi) / 2
+                    if self._late(x, n) <= _RISK:
+                        lo = x
+                    else:
+                        hi = x
+            latest = lo - _GUARD if lo - _GUARD > s else s
+        # within that bound, the call most likely within +-0.5 s of the lead
+        lead = self.lead_s
+        best = -1.0
+        call = latest
+        aim = first
+        for k in range(first, n):
+            for d in _OFFSETS:
+                x = tp[k] - lead + d
+                if x > latest:
+                    x = latest
+                if x < s:
+                    x = s
+                score = 0.0
+                for j in range(first, n):
+                    score += pl[j] * _within(tp[j] - x - lead, st[j])
+                # centred leads first, among calls as likely
+                off = tp[k] - x - lead
+                score -= 0.001 * (off if off > 0 else -off)
+                if score > best:
+                    best = score
+                    call = x
+                    aim = k
+        self.revs_left = aim
+        self.drop_s = tp[aim]
+
+        return call
+
+    def _late(self, x, n):
+        """Probability that a call at x comes after the last pass (by _decide's table)."""
+        tp = self._tp
+        st = self._st
+        pl = self._pl
+        r = 0.0
+        for j in range(n):
+            if st[j] > 0:
+                r += pl[j] * _cdf((x - tp[j]) / st[j])
+            elif x > tp[j]:
+                r += pl[j]
+        return r
+
     def _pass_ahead(self, s, u, b, k):
         """Time (s) of the k-th pass after the one at s."""
         a = self.a
@@ -357,19 +640,8 @@ class Predictor:
         laps = self.passes - 1
         if laps < 3:
             return False
-        k = 1.0 / (self.learned + 1) if self.learned < 3 else 0.25
         if self.learn_drag and laps >= 6:
-            # drag: the a whose model fits the whole spin best (a search: the regression of
-            # u_(n+1) on u_n would be biased by the noise on both)
-            best = None
-            a = _A_MIN
-            while a <= 1.0001:
-                if self._state(a, laps, 1.0) is not None and (best is None or self.residual < best):
-                    best = self.residual
-                    best_a = a
-                a += 0.005
-            if best is not None:
-                self.a += k * (best_a - self.a)
+            self._learn_drag(laps)
         a = self.a
         f = self._state(a)
         if f is None:
@@ -381,7 +653,22 @@ class Predictor:
             return False
         last, b = f  # speed^2 at the last pass
         if n >= 6:
-            self.noise += k * (self._rss / (n - 2) - self.noise)
+            kn = 1.0 / (self.nn + 1) if self.nn < 3 else 0.25
+            self.noise += kn * (self._rss / (n - 2) - self.noise)
+            self.nn += 1
+            if b > 0:
+                # the friction of this wheel's spins: its log mean and variance (less what
+                # the fit's own error adds to the scatter of its estimates)
+                lb = log(b)
+                err = self._cbb * self._rss / (n - 2) / (b * b)
+                if self.nb == 0:
+                    self.lb = lb
+                else:
+                    d = lb - self.lb
+                    kb = 1.0 / (self.nb + 1) if self.nb < 7 else 0.125
+                    self.lb += kb * d
+                    self.lbv += kb * (d * d - err - self.lbv)
+                self.nb += 1
         nxt = a * last - b  # ... and at the pass that did not come
         if not 0 < nxt < last:
             return False  # a fit that does not slow down to a stop: nothing to learn
@@ -391,6 +678,38 @@ class Predictor:
         self.learned += 1
         self._estimate(min(self.learned, _SPINS))
         return True
+
+    def _learn_drag(self, laps):
+        """Drag: fitted with the friction to the whole spin's pass times (the lap times, as
+        differences of noisy passes, would bias it), and weighed by how sharply the spin
+        tells it, so that short noisy spins move it little."""
+        a = self.a
+        f = self._state(a, laps, 1.0)
+        if f is None:
+            return
+        u, b = f
+        n = laps if laps < _PASSES - 1 else _PASSES - 1
+        if self._refine(a, (u + a * u - b) / 2, b, n, 0.0, 0.0, 1e-12) is None:
+            return
+        s2 = self._rss / (n - 3)  # the pass-time variance of this spin
+        if s2 < 1e-12:
+            s2 = 1e-12
+        var = s2 * self._caa
+        if not var > 0:
+            return
+        est = self.a_fit
+        if est > 1.0 + 5 * var**0.5 or est < _A_MIN:
+            return  # a fit that makes no physical sense: nothing learned
+        prec = 1.0 / var
+        # what earlier spins said counts a little less each spin (a wheel drifts)
+        self._pa *= _FORGET
+        self.a = (self._pa * self.a + prec * est) / (self._pa + prec)
+        self._pa += prec
+        self.drag_spins += 1
+        if self.a > 1.0:
+            self.a = 1.0
+        elif self.a < _A_MIN:
+            self.a = _A_MIN
 
     def _estimate(self, n):
         """Centre and spread of log v_c from the last n spins' brackets (lo, hi].
@@ -402,6 +721,7 @@ class Predictor:
         if n == 0:
             self.c = self.prior  # log v_c: the centre estimate
             self.spread = 0.0  # log half-width of what the brackets leave open
+            self.open = self.cross = 0.0
             return
         top = self._lo[0]
         bottom = self._hi[0]
@@ -420,11 +740,55 @@ class Predictor:
             c = w * self.prior + (1 - w) * c
             open_ = 0.0
         self.c = c
+        self.open = open_
+        self.cross = cross
         self.spread = open_ + cross
 
     def last_lap_s(self):
         """The learned drop speed as a period (s)."""
         return exp(-0.5 * self.c)
+
+
+def _invert4(m):
+    """Invert the symmetric 4x4 matrix m (a flat list, upper triangle filled) in place, by
+    Gauss-Jordan without pivoting (a normal matrix: positive definite). False if singular."""
+    for i in range(4):
+        for j in range(i):
+            m[4 * i + j] = m[4 * j + i]
+    for p in range(4):
+        d = m[5 * p]
+        if d <= 1e-30:
+            return False
+        d = 1.0 / d
+        for j in range(4):
+            m[4 * p + j] *= d
+        m[5 * p] = d
+        for i in range(4):
+            if i != p:
+                f = m[4 * i + p]
+                if f != 0.0:
+                    for j in range(4):
+                        if j != p:
+                            m[4 * i + j] -= f * m[4 * p + j]
+                    m[4 * i + p] = -f * d
+    return True
+
+
+def _quad(x, y, z, xx, xy, yy, xz, yz, zz):
+    """g' C g for g = (x, y, z) and the symmetric C given by its upper triangle."""
+    return x * x * xx + y * y * yy + z * z * zz + 2 * (x * y * xy + x * z * xz + y * z * yz)
+
+
+def _within(off, sd):
+    """Probability that a lead off from the one asked (s), of standard error sd, is within
+    +-0.5 s."""
+    if sd <= 0:
+        return 1.0 if -0.5 <= off <= 0.5 else 0.0
+    return _cdf((off + 0.5) / sd) - _cdf((off - 0.5) / sd)
+
+
+def _cdf(x):
+    return 0.5 * (1.0 + erf(x * 0.7071067811865476))
 
 
 def export(p):
@@ -435,11 +799,15 @@ def export(p):
         "n": p.learned,
         "lo": [p._lo[i] for i in range(n)],
         "hi": [p._hi[i] for i in range(n)],
+        "drag": [p._pa, p.drag_spins],  # precision of a, spins it came from
+        "b": [p.lb, p.lbv, p.nb],  # friction: log mean, log variance, spins
+        "noise": [p.noise, p.nn],  # pass-time variance (s^2), spins
     }
 
 
 def restore(p, data):
-    """Back to what export() gave; ignores data that does not fit (older formats too)."""
+    """Back to what export() gave; ignores data that does not fit (older formats too: what
+    they lack starts afresh)."""
     try:
         lo = data["lo"]
         hi = data["hi"]
@@ -447,14 +815,33 @@ def restore(p, data):
             return False
         a = float(data["a"])
         n = int(data["n"])
-    except (KeyError, TypeError, ValueError):
+        pa, ka = data.get("drag", (1.0 / (_SD_A * _SD_A), 0))
+        lb, lbv, nb = data.get("b", (0.0, 0.0, 0))
+        noise, nn = data.get("noise", (0.0, 0))
+        pa = float(pa)
+        lb = float(lb)
+        lbv = float(lbv)
+        noise = float(noise)
+        ka = int(ka)
+        nb = int(nb)
+        nn = int(nn)
+    except (KeyError, TypeError, ValueError, AttributeError):
         return False
-    if not (_A_MIN <= a <= 1.0 and n >= 0):
+    if not (_A_MIN <= a <= 1.0 and n >= 0 and 0 < pa < 1e30 and lbv >= 0 and noise >= 0):
+        return False
+    if ka < 0 or nb < 0 or nn < 0 or not -20 < lb < 20:
         return False
     for i in range(len(lo)):
         p._lo[i] = lo[i]
         p._hi[i] = hi[i]
     p.a = a
     p.learned = n
+    p._pa = pa
+    p.drag_spins = ka
+    p.lb = lb
+    p.lbv = lbv
+    p.nb = nb
+    p.noise = noise
+    p.nn = nn
     p._estimate(min(n, _SPINS))
     return True

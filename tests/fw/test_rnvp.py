@@ -50,29 +50,108 @@ def total(cases, noise_s, warm=4, prior=False):
 
 
 # The issue asks for no late call and the lead within +-0.5 s on 9 spins out of 10. No late
-# call is met; the share is not on lapgen's spins, whose drop speed jitters 3 % from spin to
-# spin: the pass either side of the drop is then a guess, and a safe guess is a lap early.
-# These bounds are the measured figures (docs/firmware.md, "Measured").
+# call is met; the share is not on lapgen's slow wheels, whose drop speed jitters 3 % from
+# spin to spin: with last laps of 1.5 s or more no call covers both the pass before the drop
+# and the one before it. These bounds are the measured figures (docs/firmware.md, "Measured").
 def test_clean_laps_are_called_in_time():
     n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.0)
     assert late == 0, (late, n)
-    assert within >= 0.79 * n, (within, n)  # measured: 102 of 128
+    assert within >= 0.87 * n, (within, n)  # measured: 112 of 128
 
 
 def test_noisy_laps_are_never_late():
     n, within, late = total(((1.1, 11), (1.4, 12)), 0.01)
     assert late == 0, (late, n)
-    assert within >= 0.45 * n, (within, n)  # measured: 29 of 64
+    assert within >= 0.84 * n, (within, n)  # measured: 54 of 64
     n, within, late = total(((1.1, 11), (1.4, 12)), 0.02)
     assert late == 0, (late, n)
-    assert within >= 0.34 * n, (within, n)  # measured: 22 of 64
+    assert within >= 0.54 * n, (within, n)  # measured: 35 of 64
 
 
 def test_a_known_wheel_needs_no_learning_spins():
     # The board has its wheel's drop speed (wheel.json -> config drop_ms): from the first spin
     n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.01, warm=0, prior=True)
     assert late == 0, (late, n)
-    assert within >= 0.66 * n, (within, n)  # measured: 98 of 144
+    assert within >= 0.74 * n, (within, n)  # measured: 107 of 144
+
+
+def _model_passes(v, a, b, laps):
+    """Pass times (s) of a ball following the predictor's own model from speed^2 v."""
+    t = [0.0]
+    for _ in range(laps):
+        nxt = a * v - b
+        t.append(t[-1] + 2.0 / (v**0.5 + nxt**0.5))
+        v = nxt
+    return t, v
+
+
+def test_a_doubtful_next_pass_is_called_just_before_it():
+    # A known wheel (drop at 1.2 s laps). After 8 laps the pass after next is some 2 % above
+    # the drop speed: the next pass is the last one about one time in six. The call must
+    # come before that pass, and it is placed where it is within +-0.5 s for the likelier
+    # case, the pass after it: just before the next pass, not a whole lead before it.
+    v_c = 1 / 1.2**2
+    a, b = 0.99, 0.2
+    # back from the pass after next (v = 1.02 v_c) to the first of 9 passes
+    v = 1.02 * v_c
+    for _ in range(9 + 1):
+        v = (v + b) / a
+    times, v_end = _model_passes(v, a, b, 9)
+    p = rnvp.Predictor(lead_s=1.0, drop_s=1.2)
+    p.a = a
+    replay_head = [int(x * 1e6) for x in times[:9]]  # 8 laps: the next pass is times[9]
+    p.reset(replay_head[0])
+    for t in replay_head[1:]:
+        p.lap(t)
+    call = ticks.diff(p.deadline, replay_head[0]) / 1e6
+    nxt, after = times[9], times[9] + 2.0 / ((a * v_end - 0) ** 0.5 + (a * v_end - b) ** 0.5)
+    assert p.why == "fit", p.why
+    assert call < nxt, (call, nxt)  # never after a pass that may be the last
+    assert abs(after - call - 1.0) <= 0.5, (call, after)  # within for the likelier last pass
+    assert nxt - call < 0.5, (call, nxt)  # hence just before the next pass
+
+
+def test_no_call_before_the_fourth_pass_can_be_the_last():
+    # A ball slowing hard from its first laps: a spin of fewer than 4 laps is void (decree),
+    # so after 2 laps the call aims at the 4th pass at the earliest, not the 3rd.
+    p = rnvp.Predictor(lead_s=1.0, drop_s=1.0)
+    times = [0.0, 0.62, 1.32]
+    p.reset(0)
+    for t in times[1:]:
+        p.lap(int(t * 1e6))
+    call = ticks.diff(p.deadline, 0) / 1e6
+    third = times[2] + 0.8  # the 3rd pass comes at least one lap (> 0.8 s) later
+    assert call > third - 1.0 + 0.5, call  # the 3rd pass is no candidate for the last
+
+
+def test_invert4():
+    m = [4.0, 1.0, 0.5, 0.2, 0.0, 3.0, 0.3, 0.1, 0.0, 0.0, 2.0, 0.4, 0.0, 0.0, 0.0, 1.5]
+    full = m[:]
+    for i in range(4):
+        for j in range(i):
+            full[4 * i + j] = full[4 * j + i]
+    assert rnvp._invert4(m)
+    for i in range(4):
+        for j in range(4):
+            x = sum(full[4 * i + k] * m[4 * k + j] for k in range(4))
+            assert abs(x - (1.0 if i == j else 0.0)) < 1e-9, (i, j, x)
+    assert not rnvp._invert4([0.0] * 16)
+
+
+def test_short_noisy_spins_move_the_drag_little():
+    rng = lapgen.Rng(9)
+    w = lapgen.Wheel(rng, 1.1, drag=0.03)
+    clean = rnvp.Predictor()
+    replay(clean, w.spin(noise_s=0.0))
+    noisy = rnvp.Predictor()
+    replay(noisy, w.spin(noise_s=0.03, keep=6))
+    # a clean whole spin tells the drag (0.97) at once; 6 noisy laps hardly move it from 1
+    assert abs(clean.a - 0.97) < 0.002, clean.a
+    assert abs(noisy.a - 1.0) < 0.005, noisy.a
+    # ... and weigh accordingly against later spins
+    prior = 1.0 / 0.03**2
+    assert clean._pa > 1000 * prior and noisy._pa < 2 * prior, (clean._pa, noisy._pa)
+    assert clean.drag_spins == noisy.drag_spins == 1
 
 
 def test_the_drop_instant_is_called_ahead_of_the_last_pass():
@@ -123,18 +202,33 @@ def test_learned_wheel_survives_export_and_restore():
     w = lapgen.Wheel(rng, 1.2)
     p = rnvp.Predictor()
     for _ in range(6):
-        replay(p, w.spin(noise_s=0.0))
+        replay(p, w.spin(noise_s=0.01))
     data = rnvp.export(p)
     q = rnvp.Predictor()
     assert rnvp.restore(q, data)
     assert q.learned == p.learned and abs(q.u_c - p.u_c) < 1e-6 and abs(q.a - p.a) < 1e-6
     assert abs(q.c - p.c) < 1e-6 and abs(q.spread - p.spread) < 1e-6
+    assert q.drag_spins == p.drag_spins > 0 and abs(q._pa - p._pa) < 1e-6 * p._pa
+    assert q.nb == p.nb > 0 and abs(q.lb - p.lb) < 1e-9 and abs(q.lbv - p.lbv) < 1e-9
+    assert q.nn == p.nn > 0 and abs(q.noise - p.noise) < 1e-12
+    # the same laps then give the same call
+    t = w.spin(noise_s=0.01)
+    assert replay(p, t) == replay(q, t)
     # a prior set after the restore (the table's config) keeps what was learned
     q.set_prior(1.3)
     assert q.learned == p.learned and q.has_prior
+    # an older state (no drag, friction or noise yet) is taken, those start afresh
+    old = {"a": 0.97, "n": 2, "lo": [-0.4, -0.5], "hi": [-0.1, -0.2]}
+    r = rnvp.Predictor()
+    assert rnvp.restore(r, old) and r.a == 0.97 and r.nb == 0 and r.drag_spins == 0
     assert not rnvp.restore(rnvp.Predictor(), {"a": 2, "n": 0, "lo": [], "hi": []})
     assert not rnvp.restore(rnvp.Predictor(), {"u_c": 1, "a": 1, "n": 0, "lo": []})  # old
     assert not rnvp.restore(rnvp.Predictor(), {"junk": 1})
+    bad = dict(data)
+    bad["noise"] = [-1.0, 3]
+    assert not rnvp.restore(rnvp.Predictor(), bad)
+    bad["noise"] = "x"
+    assert not rnvp.restore(rnvp.Predictor(), bad)
 
 
 def test_no_prediction_for_a_ball_not_slowing():

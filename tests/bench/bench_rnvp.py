@@ -1,0 +1,179 @@
+""" "Rien ne va plus" on lap data: how often the call is late, and how often its lead lies
+within ±0.5 s of the one asked (1 s), as `rmc rnvp` counts them (lead to the last pass).
+Run by `make bench`; the figures are the table in docs/firmware.md, "Measured".
+
+Data sets, every spin counted from the first of each file (the predictor learns the wheel
+as it goes), with the figure after the first 4 spins of each file beside it:
+- `tests/fw/lapgen.py`: 8 wheels whose last laps are 0.7-1.9 s, 36 spins each, two spins in
+  three clocked only over their last 5-10 laps; timing noise 0, 10 and 20 ms per pass; with
+  no prior, and with the wheel's drop period known;
+- `rmc.sim` sessions (the calibrated simulator's wheel): 8 × 40 spins, exact passes, 10 ms,
+  and 20 ms on the last 8 laps only.
+Also the predictor's cost per ball pass, under CPython and MicroPython.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "fw"))
+
+import lapgen  # noqa: E402
+
+from rmc.rnvp import replay  # noqa: E402
+from rmc.sim.session import simulate_laps  # noqa: E402
+
+LEAD = 1.0
+WHEELS = ((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11), (1.1, 11), (1.4, 12), (0.7, 7), (1.9, 2))
+WARM = 4
+
+
+def lapgen_file(last_lap_s: float, seed: int, noise_s: float, spins: int = 36) -> list:
+    w = lapgen.Wheel(lapgen.Rng(seed), last_lap_s)
+    out = []
+    for i in range(spins):
+        keep = None if i % 3 else 5 + i % 6  # often only the last 5-10 laps are clocked
+        out.append(lapgen.laps(w.spin(noise_s=noise_s, keep=keep)))
+    return out
+
+
+def score(files: list[tuple[list, dict]]) -> tuple[int, int, int, int, int]:
+    """(spins, within, late, spins after warm-up, within after warm-up)."""
+    n = within = late = n_w = within_w = 0
+    for spins, options in files:
+        for i, c in enumerate(replay(spins, lead_s=LEAD, **options)):
+            ok = not c.late and abs(c.lead_s - LEAD) <= 0.5
+            n += 1
+            within += ok
+            late += c.late
+            if i >= WARM:
+                n_w += 1
+                within_w += ok
+    return n, within, late, n_w, within_w
+
+
+def datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
+    out = []
+    for noise in (0.0, 0.01, 0.02):
+        files = [(lapgen_file(L, s, noise), {}) for L, s in WHEELS]
+        out.append((f"lapgen, no prior, {noise * 1000:.0f} ms", files))
+        prior = [(sp, {"drop_s": 1.07 * L}) for (sp, _), (L, _) in zip(files, WHEELS, strict=True)]
+        out.append((f"lapgen, wheel's prior, {noise * 1000:.0f} ms", prior))
+    for jitter, last, label in (
+        (0.0, None, "exact"),
+        (0.01, None, "10 ms"),
+        (0.02, 8, "20 ms, last 8 laps"),
+    ):
+        files = [(simulate_laps(seed, 40, jitter_s=jitter, last=last), {}) for seed in range(8)]
+        out.append((f"rmc.sim, no prior, {label}", files))
+    return out
+
+
+MP_SCRIPT = """
+import sys, time
+sys.path.append('/tests')
+import lapgen
+from rmcfw import rnvp
+w = lapgen.Wheel(lapgen.Rng(5), 1.1)
+spins = [w.spin(noise_s=0.01) for _ in range(12)]
+p = rnvp.Predictor(lead_s=1.0)
+passes = 0
+t0 = time.ticks_us()
+for t in spins:
+    us = [int(x * 1e6) for x in t]
+    p.reset(us[0])
+    for x in us[1:]:
+        p.lap(x)
+        passes += 1
+    p.learn_drop()
+dt = time.ticks_diff(time.ticks_us(), t0)
+print('@@' + str(dt / passes))
+"""
+
+
+def per_pass_cpython() -> float:
+    from rmcfw import rnvp
+
+    w = lapgen.Wheel(lapgen.Rng(5), 1.1)
+    spins = [w.spin(noise_s=0.01) for _ in range(12)]
+    p = rnvp.Predictor(lead_s=1.0)
+    passes = 0
+    t0 = time.perf_counter()
+    for t in spins:
+        us = [int(x * 1e6) for x in t]
+        p.reset(us[0])
+        for x in us[1:]:
+            p.lap(x)
+            passes += 1
+        p.learn_drop()
+    return (time.perf_counter() - t0) / passes * 1e6
+
+
+def per_pass_micropython() -> float | None:
+    script = ROOT / "build" / "bench_rnvp_mp.py"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(MP_SCRIPT)
+    cmd = [
+        "node",
+        str(ROOT / "host" / "node" / "mprun.mjs"),
+        "--mount",
+        f"{ROOT / 'firmware'}:/fw",
+        "--mount",
+        f"{ROOT / 'tests' / 'fw'}:/tests",
+        "--path",
+        "/fw",
+        "--script",
+        str(script),
+    ]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
+    for line in r.stdout.splitlines():
+        if line.startswith("@@"):
+            return float(line[2:])
+    Console(stderr=True).print(f"[red]MicroPython run failed:[/red] {r.stderr[-500:]}")
+    return None
+
+
+def main() -> int:
+    t = Table(
+        title=f'"Rien ne va plus" on lap data (lead asked {LEAD:g} s, counted to the last pass)'
+    )
+    for col in ("data", "spins", "late", "within ±0.5 s", "after 4 spins"):
+        t.add_column(col, justify="right" if col != "data" else "left")
+    late_total = 0
+    rows = {}
+    for label, files in datasets():
+        n, within, late, n_w, within_w = score(files)
+        late_total += late
+        rows[label] = {"spins": n, "late": late, "within": within, "within_after_warmup": within_w}
+        t.add_row(
+            label,
+            str(n),
+            str(late),
+            f"{within} ({100 * within / n:.0f} %)",
+            f"{within_w}/{n_w} ({100 * within_w / n_w:.0f} %)",
+        )
+    con = Console()
+    con.print(t)
+    cp = per_pass_cpython()
+    mp = per_pass_micropython()
+    con.print(
+        f"predictor per ball pass: {cp:.0f} µs under CPython, "
+        + (f"{mp:.0f} µs under MicroPython (WebAssembly)" if mp else "MicroPython run failed")
+    )
+    (ROOT / "build").mkdir(exist_ok=True)
+    (ROOT / "build" / "bench_rnvp.json").write_text(
+        json.dumps({"sets": rows, "us_per_pass": {"cpython": cp, "micropython": mp}}, indent=1)
+    )
+    return 0 if late_total == 0 and mp is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
