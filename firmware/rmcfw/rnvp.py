@@ -381,10 +381,10 @@ class Predictor:
         k = self.passes - 1
         if k > self.recent:
             k = self.recent
-        b0, lb = self.b_prior()
         n0 = self.noise if self.nn else _NOISE_NEW  # the timing noise expected
-        pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
         if to_pass:
+            b0, lb = self.b_prior()
+            pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
             lam = pn / (lb * lb * b0 * b0)
             # a wheel whose drag no spin has shown yet: fitted too
             lam_a = 0.0 if self.drag_spins else pn * self._pa
@@ -467,7 +467,7 @@ class Predictor:
         return exp(self.lb), sqrt(v + v / self.nb)
 
     def sigma_c(self):
-        """Standard deviation of log v_c as a pass call sees it: the spin-to-spin variation
+        """Standard deviation of log v_c by the table's margins: the spin-to-spin variation
         (or what the brackets leave open), plus, with no prior, the youth of the learning."""
         m = self.spread if self.spread > self.margin else self.margin
         if not self.has_prior:
@@ -668,6 +668,8 @@ class Predictor:
                     kb = 1.0 / (self.nb + 1) if self.nb < 7 else 0.125
                     self.lb += kb * d
                     self.lbv += kb * (d * d - err - self.lbv)
+                    if self.lbv < 0:
+                        self.lbv = 0.0
                 self.nb += 1
         nxt = a * last - b  # ... and at the pass that did not come
         if not 0 < nxt < last:

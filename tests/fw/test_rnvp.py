@@ -250,3 +250,20 @@ def test_odd_spins_teach_nothing_and_never_crash():
             times.append(times[-1] + lap)
         replay(p, times)
     assert p.u_c > 0 and 0.8 <= p.a <= 1.0
+
+
+def test_random_laps_never_crash():
+    # garbled lap series (any length, any order of magnitude): a call or none, never an error
+    rng = lapgen.Rng(77)
+    for prior in (0.0, 1.3):
+        p = rnvp.Predictor(drop_s=prior)
+        for _ in range(60):
+            n = 1 + int(rng.random() * 25)
+            times = [0.0]
+            for _ in range(n):
+                r = rng.random()
+                lap = rng.uniform(0.001, 5.0) if r < 0.5 else rng.uniform(0.4, 1.5)
+                times.append(times[-1] + lap)
+            call, why = replay(p, times)
+            assert call is None or (0 <= call <= times[-1] + 60 and why in ("fit", "limit"))
+        assert 0.8 <= p.a <= 1.0 and p.noise >= 0 and p.lbv >= 0
