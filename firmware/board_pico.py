@@ -186,6 +186,9 @@ class Board:
         self.wire.ms = ms  # the frames' time stamp
         tb = self.table
         self.edges.drain(tb.sink)
+        lost = self.edges.lost()
+        if lost:
+            tb.edges_lost(lost)
         self.scan(now)
         for inp in (self.lid, self.incident):
             v = inp.sample(ms)

@@ -61,6 +61,7 @@ F_ROTOR = "rotor_sensor"
 F_BALL = "ball_sensor"
 F_WATCHDOG = "watchdog"
 F_STORAGE = "storage"
+F_EDGES = "edges_lost"  # ball/rotor edges dropped by a full IRQ buffer (detail: how many)
 
 # --- Wire details added with the frame codec (docs/protocol.md) ---
 

@@ -258,6 +258,7 @@ class Spin:
             proto.T_LAUNCH,
             ("spin", st["spin"], "rdir", dir_name(rdir), "bdir", dir_name(bdir)),
         )
+        self.fault(proto.F_EDGES, 0)  # a new spin's timing starts clean
         self._set(proto.S_TRACK, t)
         last = st["rdir"]
         st["rdir"] = rdir

@@ -142,6 +142,12 @@ class Table:
         else:
             self.feed(t, ch, value)
 
+    def edges_lost(self, n):
+        """The IRQ edge buffer overflowed and dropped n ball or rotor edges: the spin's
+        timing is not to be trusted (a fault until the next launch)."""
+        if n > 0:
+            self.spin.fault(proto.F_EDGES, 1, "%d" % n)
+
     def scan(self, t, buf):
         """A snapshot of the pocket chain (5 bytes, rmcfw.pockets)."""
         if self.pockets.scan(t, buf):

@@ -174,3 +174,22 @@ def test_watchdog_reset_is_reported_at_boot():
     boot = lines(b)[0]
     assert boot.fields["reset"] == "watchdog"
     assert proto.F_WATCHDOG in boot.fields["faults"]
+
+
+def test_lost_edges_are_a_fault_until_the_next_launch():
+    # A ball sensor chattering faster than the loop drains: the 256-edge IRQ buffer fills,
+    # the edges beyond it are dropped, and the board says so instead of losing them silently.
+    b, clock = make_board()
+    pin = fakemachine.Pin.all[12]  # rotor A, both edges
+    for i in range(300):
+        pin.trigger((i + 1) & 1)  # 300 level changes, from low
+    clock.us += 1000
+    b.step()
+    got = [f for f in lines(b) if f.type == proto.T_FAULT]
+    assert [(f.fields["code"], f.fields["on"]) for f in got] == [(proto.F_EDGES, "1")], got
+    assert int(got[0].fields["detail"]) == 300 - 255  # the ring holds size - 1 edges
+    assert proto.F_EDGES in b.table.st["faults"]
+    # the next spin's launch clears it
+    b.table.spin._launch(clock.us)
+    cleared = [f for f in lines(b) if f.type == proto.T_FAULT and f.fields["on"] == "0"]
+    assert [f.fields["code"] for f in cleared] == [proto.F_EDGES], cleared
