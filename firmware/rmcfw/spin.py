@@ -168,6 +168,7 @@ class Spin:
         elif s == proto.S_INCIDENT and self.inc_back:
             self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_RELAUNCH))
             self.frozen = True
+            self.st["incident"] = None  # (saved by the launch)
             self._launch(t)
 
     def on_pockets(self, t):
@@ -289,6 +290,13 @@ class Spin:
         if bdir == self.st["rdir"]:
             self._void(t, proto.V_SAME_DIR)
 
+    def resume_incident(self, t):
+        """After a power cut during an incident: the procedure goes on where it was, the
+        ball to be seen back in the previous result's pocket before the relaunch, and bets
+        stay closed (the launch after it calls "rien ne va plus" at once)."""
+        self.inc_back = False
+        self._set(proto.S_INCIDENT, t)
+
     def resume(self, t):
         """After a power cut during a spin (state "run" saved at its launch): the ball may
         still be running. Bets are closed at once (the passes before the cut are lost, no
@@ -401,6 +409,7 @@ class Spin:
             return
         if not self.called:
             self._call(t, WHY_INCIDENT)
+        self.st["incident"] = self.st["spin"]  # saved with the void: survives a power cut
         self._void(t, proto.V_OBJECT)
         self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_START))
         self.inc_back = False
@@ -454,6 +463,7 @@ class Spin:
             proto.T_SESSION_CLOSE, ("chef", chef, "session", sess["id"], "spins", sess["spins"])
         )
         self.st["session"] = None
+        self.st["incident"] = None
         self.save()
         self._set(proto.S_CLOSED, t)
 

@@ -61,6 +61,7 @@ def defaults():
         "results": [],  # [spin, number] of the last RESULTS_KEPT results, newest last
         "rdir": 0,  # rotor direction of the last launch (+1 cw, -1 ccw, 0 none)
         "run": None,  # spin under way (launched, no result or void yet)
+        "incident": None,  # spin whose incident (decree 1-4) awaits the ball back and relaunch
         "session": None,  # open session: {"id", "chef", "spins", "last3", "left"}
         "sessions": 0,  # sessions opened so far
         "faults": {},  # code -> detail of the faults present

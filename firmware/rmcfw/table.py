@@ -107,7 +107,9 @@ class Table:
             self.emit(proto.T_FAULT, ("code", code, "on", 1, "detail", faults[code]))
         self.save()
         self.spin.status(now)
-        if st.get("run") and st["session"]:
+        if st.get("incident") and st["session"]:
+            self.spin.resume_incident(now)  # the power came back during an incident
+        elif st.get("run") and st["session"]:
             self.spin.resume(now)  # the power came back during a spin
 
     # --- sensors ----------------------------------------------------------------------

@@ -313,3 +313,35 @@ def test_power_cut_during_a_spin_resumes_it():
     ], fr2.frames
     assert not fr2.of(proto.T_VOID)
     assert tb2.st["run"] is None
+
+
+def test_power_cut_during_an_incident_keeps_the_procedure():
+    # Decree 1-4: the ball goes back to the previous result's pocket and is launched again,
+    # bets staying closed. A power cut in the middle must not reopen the bets.
+    d = scratch_dir()
+    tb, _fr = open_table(store.Store(d))
+    t = play(tb, 5_000_000, 1, -1, 12)  # previous result: channel 12
+    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
+    t_inc = t + 5_000_000 + 3_000_000
+    run(tb, [e for e in ev if e[0] < t_inc])
+    tb.feed(t_inc, channels.INCIDENT, 1)
+    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    assert tb.spin.state == proto.S_INCIDENT
+    # power back: a new table on the same flash, still in the incident
+    fr2 = Frames()
+    tb2 = table.Table(WHEEL, fr2, store.Store(d))
+    t_on = t_inc + 2_000_000
+    tb2.start(t_on)
+    tb2.feed(t_on, channels.LID, 0)
+    assert tb2.spin.state == proto.S_INCIDENT, tb2.spin.state
+    # the ball is put back where the previous result was, then launched again
+    tb2.feed(t_on + 100_000, 12, 1)
+    run(tb2, [], until=t_on + 2_500_000)
+    assert fr2.of(proto.T_INCIDENT) == [{"spin": 2, "step": "ball_back"}], fr2.frames
+    tb2.feed(t_on + 2_600_000, 12, 0)
+    play(tb2, t_on + 3_000_000, 1, -1, 25)
+    assert fr2.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "relaunch"}
+    assert fr2.of(proto.T_RNVP)[0]["why"] == "incident"  # bets closed at the relaunch
+    res = fr2.of(proto.T_RESULT)
+    assert [(r["spin"], r["num"]) for r in res] == [(3, WHEEL[25])], res
+    assert tb2.st["incident"] is None
