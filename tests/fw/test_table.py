@@ -292,6 +292,15 @@ def test_bad_input_is_refused_not_crashing():
     assert tb.handle("NOPE", {}) == (False, proto.A_UNKNOWN)
 
 
+def power_back(folder, t_on):
+    """The power comes back at t_on: a new table on the same flash; the lid is read (unlocked)."""
+    fr = Frames()
+    tb = table.Table(WHEEL, fr, store.Store(folder))
+    tb.start(t_on)
+    tb.feed(t_on, channels.LID, 0)
+    return tb, fr
+
+
 def test_power_cut_during_a_spin_resumes_it():
     d = scratch_dir()
     tb, _fr = open_table(store.Store(d))
@@ -301,11 +310,8 @@ def test_power_cut_during_a_spin_resumes_it():
     run(tb, [e for e in ev if e[0] < t_cut])
     assert tb.spin.state == proto.S_TRACK
     # power back 1.5 s later: a new table on the same flash; the lid is read at power-up
-    fr2 = Frames()
-    tb2 = table.Table(WHEEL, fr2, store.Store(d))
     t_on = t_cut + 1_500_000
-    tb2.start(t_on)
-    tb2.feed(t_on, channels.LID, 0)
+    tb2, fr2 = power_back(d, t_on)
     assert fr2.of(proto.T_RNVP) == [{"spin": 2, "drop_ms": 0, "lead_ms": 0, "why": "power"}]
     run(tb2, [e for e in ev if e[0] > t_on], until=t_end)
     assert fr2.of(proto.T_RESULT) == [
@@ -328,11 +334,8 @@ def test_power_cut_during_an_incident_keeps_the_procedure():
     tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
     assert tb.spin.state == proto.S_INCIDENT
     # power back: a new table on the same flash, still in the incident
-    fr2 = Frames()
-    tb2 = table.Table(WHEEL, fr2, store.Store(d))
     t_on = t_inc + 2_000_000
-    tb2.start(t_on)
-    tb2.feed(t_on, channels.LID, 0)
+    tb2, fr2 = power_back(d, t_on)
     assert tb2.spin.state == proto.S_INCIDENT, tb2.spin.state
     # the ball is put back where the previous result was, then launched again
     tb2.feed(t_on + 100_000, 12, 1)
