@@ -12,12 +12,13 @@ NODE_STAMP := $(NODE_DIR)/node_modules/.rmc-installed
 PORT ?=
 LINT_PATHS := firmware host/rmc tests
 
-.PHONY: setup test lint format bench demo deploy repl run hil clean help
+.PHONY: setup test test-float32 lint format bench demo deploy repl run hil clean help
 
 help:
 	@echo "make demo    set up, then play a whole simulated table session"
 	@echo "make test    set up, then run every test (CPython and MicroPython)"
 	@echo "make bench   benchmarks, printed as figures"
+	@echo "make test-float32 MPY_SRC=...  firmware tests under single-precision MicroPython"
 	@echo "make lint    ruff lint and format check;  make format  reformat"
 	@echo "make deploy PORT=...  compile the firmware with mpy-cross and copy it with mpremote"
 
@@ -51,6 +52,18 @@ bench: setup
 
 demo: setup
 	$(BIN)/rmc demo
+
+# The firmware tests under MicroPython with single-precision floats, as on an RP2040 (the
+# WebAssembly port computes in double). Needs a MicroPython source tree (git clone
+# https://github.com/micropython/micropython): its unix port is built with 32-bit floats.
+MPY_SRC ?=
+MP32 := $(abspath build/mp-float32)
+test-float32: setup
+	@test -n "$(MPY_SRC)" || { echo "make test-float32 MPY_SRC=<micropython source tree>"; exit 2; }
+	$(MAKE) -C $(MPY_SRC)/ports/unix VARIANT=standard BUILD=$(MP32) FROZEN_MANIFEST= \
+	  MICROPY_PY_FFI=0 MICROPY_PY_BTREE=0 MICROPY_PY_SSL=0 MICROPY_SSL_MBEDTLS=0 \
+	  CFLAGS_EXTRA="-DMICROPY_FLOAT_IMPL=MICROPY_FLOAT_IMPL_FLOAT"
+	RMC_MICROPYTHON=$(MP32)/micropython $(BIN)/python -m pytest -q tests/test_micropython.py
 
 # --- Firmware on a board (issue 6) -------------------------------------------------------
 # Every firmware file is compiled with mpy-cross into build/mpy (main.py stays source: the

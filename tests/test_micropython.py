@@ -3,13 +3,18 @@
 pytest already runs those files under CPython. Here each file is run once in MicroPython's
 official WebAssembly port (host/node/mprun.mjs), with firmware/ and tests/fw/ copied into its
 file system, and each test function becomes one pytest case that passes only if it passed there.
+
+RMC_MICROPYTHON=/path/to/micropython runs them under that MicroPython binary instead, e.g. a
+unix port built with single-precision floats as on an RP2040 (`make test-float32`).
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import os
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -35,6 +40,19 @@ def run_micropython(
     script: Path, *args: str, heap: str = "2M", timeout: float = 300
 ) -> subprocess.CompletedProcess:
     """Run a script under MicroPython with firmware/ at /fw and tests/fw/ at /tests on sys.path."""
+    native = os.environ.get("RMC_MICROPYTHON")
+    if native:  # a MicroPython binary: the folders on MICROPYPATH, a scratch folder as cwd
+        env = dict(os.environ, MICROPYPATH=f"{FIRMWARE_DIR}:{FW_TESTS}")
+        with tempfile.TemporaryDirectory() as cwd:
+            return subprocess.run(
+                [native, "-X", f"heapsize={heap}", str(script), *args],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+                cwd=cwd,
+                env=env,
+            )
     cmd = [
         "node",
         str(MPRUN),
