@@ -63,7 +63,8 @@ class Board:
         be stopped, and would reset the board 2 s after the loop stops."""
         cfg = _load(pins) if isinstance(pins, str) else pins
         self.pins = cfg
-        labels = _load(wheel)["pockets"] if isinstance(wheel, str) else wheel
+        # the wheel definition (its pockets, its geometry for the predictor's prior)
+        wheel = _load(wheel) if isinstance(wheel, str) else wheel
         Pin = machine.Pin
         pk = cfg["pockets"]
         self.chain = bytearray(pk["chips"])
@@ -103,7 +104,7 @@ class Board:
 
         # the table, its power-safe state and the wire (docs/protocol.md)
         self.store = store.Store(folder)
-        self.table = table.Table(labels, self._no_emit, self.store, board=self)
+        self.table = table.Table(wheel, self._no_emit, self.store, board=self)
         boot = self.table.st["boot"] + 1  # what start() will make it
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None

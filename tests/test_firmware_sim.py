@@ -118,13 +118,22 @@ def test_an_object_early_in_the_spin_is_an_incident_not_a_short_spin(tmp_path, s
 
 
 def test_the_drop_prior_is_the_wheels() -> None:
-    # config drop_ms, the predictor's prior, is the ball's period at the drop that
-    # wheel.json's drop_angle_deg gives (the simulator's nominal): keep them together
+    # the predictor's prior (config drop_ms) is the ball's period at the drop that the wheel
+    # definition's geometry gives, computed by the firmware from wheel.json as the simulator
+    # computes its nominal drop
     import math
 
     from rmc.sim.wheel import load_wheel
+    from rmc.trace import default_wheel
     from rmcfw import config
+    from rmcfw import table as fwtable
 
     w = load_wheel()
     t_c = 2 * math.pi / math.sqrt(9.81 * math.tan(w.drop_angle_rad) / w.track_radius_m)
-    assert abs(config.Config().drop_ms - 1000 * t_c) < 2
+    assert abs(config.drop_ms_of(default_wheel()) - 1000 * t_c) < 1
+    tb = fwtable.Table(default_wheel(), lambda *a: None)
+    assert tb.cfg.drop_ms == config.drop_ms_of(default_wheel()) > 0
+    assert tb.cfg.changed() == {}  # the wheel's value is this table's default, not a change
+    assert abs(tb.pred.drop_prior_s * 1000 - 1000 * t_c) < 1
+    # labels alone (no geometry): no prior, the wheel is learned
+    assert fwtable.Table(default_wheel()["pockets"], lambda *a: None).cfg.drop_ms == 0

@@ -1,5 +1,7 @@
 # Thresholds of the table, with their defaults and allowed ranges. The host changes them with
 # SET key=... value=...; they are kept in the power-safe state.
+from math import pi, sqrt, tan
+
 _KEYS = {
     # key: (default, min, max)
     "settle_ms": (1500, 200, 10000),  # one pocket held that long: the ball is at rest
@@ -14,9 +16,9 @@ _KEYS = {
     "lead_ms": (1000, 0, 10000),  # "rien ne va plus" that long before the predicted drop
     "lead_revs": (0, 0, 10),  # ... or that many revolutions (when not 0)
     "limit_ms": (1400, 500, 5000),  # a lap longer than this: call it anyway
-    # the ball's period when the rim lets it go (hardware/wheel.json drop_angle_deg: 2*pi /
-    # sqrt(g*tan(angle)/R)), the predictor's prior for this wheel; 0: learn it from scratch
-    "drop_ms": (1352, 0, 5000),
+    # the ball's period when the rim lets it go, the predictor's prior for this wheel: by
+    # default from the wheel definition's geometry (drop_ms_of); 0: learn it from scratch
+    "drop_ms": (0, 0, 5000),
     "min_revs": (4, 1, 20),  # fewer ball revolutions: no spin
     "lone_max": (1, 0, 100),  # ball edges without partner tolerated per spin
     "stuck_off": (300, 39, 5000),  # results without a pocket ever seen on: stuck off
@@ -26,10 +28,35 @@ _KEYS = {
 }
 
 
+def drop_ms_of(wheel):
+    """The ball's period at the drop (ms) that a wheel definition (wheel.json as a dict)
+    gives: the rim lets the ball go when R*W^2 < g*tan(drop_angle_deg), so T = 2*pi /
+    sqrt(g*tan(angle)/R). 0 when the definition has no such geometry (or not a sane one)."""
+    try:
+        geo = wheel["geometry"]
+        angle = float(geo["drop_angle_deg"])
+        radius = float(geo["ball_track_radius_m"])
+    except (KeyError, TypeError, ValueError):
+        return 0
+    if not (0 < angle < 89 and 0 < radius < 5):
+        return 0
+    ms = int(2000 * pi / sqrt(9.81 * tan(angle * pi / 180) / radius) + 0.5)
+    _, lo, hi = _KEYS["drop_ms"]
+    return ms if lo <= ms <= hi else 0
+
+
 class Config:
-    def __init__(self, saved=None):
+    def __init__(self, saved=None, defaults=None):
+        """saved: the settings changed by SET; defaults: this table's own defaults (e.g.
+        drop_ms from its wheel), in place of the built-in ones."""
+        self._defaults = {}
         for k, v in _KEYS.items():
             setattr(self, k, v[0])
+            self._defaults[k] = v[0]
+        if defaults:
+            for k, v in defaults.items():
+                self.set(k, v)
+                self._defaults[k] = getattr(self, k)
         if saved:
             for k, v in saved.items():
                 try:
@@ -50,9 +77,9 @@ class Config:
     def changed(self):
         """The settings that differ from their defaults (what is worth saving)."""
         out = {}
-        for k, v in _KEYS.items():
+        for k in _KEYS:
             cur = getattr(self, k)
-            if cur != v[0]:
+            if cur != self._defaults[k]:
                 out[k] = cur
         return out
 

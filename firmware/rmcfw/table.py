@@ -24,17 +24,23 @@ def wheel_id(labels):
 
 class Table:
     def __init__(self, wheel, emit, store_=None, board=None, slots=39, seq=None):
-        """wheel: the 39 labels in pocket channel order; emit(type, fields) the frame sink;
-        store_: a rmcfw.store.Store (None: nothing persists, for tests and replays);
-        board: optional object with led(on); seq: optional callable giving the last frame
-        seq sent, saved with the state."""
+        """wheel: the wheel definition (hardware/wheel.json as a dict: its pockets, and its
+        geometry for the predictor's prior), or just the 39 labels in pocket channel order;
+        emit(type, fields) the frame sink; store_: a rmcfw.store.Store (None: nothing
+        persists, for tests and replays); board: optional object with led(on); seq: optional
+        callable giving the last frame seq sent, saved with the state."""
+        defaults = None
+        if isinstance(wheel, dict):
+            drop_ms = config.drop_ms_of(wheel)
+            defaults = {"drop_ms": drop_ms} if drop_ms else None
+            wheel = wheel["pockets"]
         self.emit = emit
         self.store = store_
         self.board = board
         self.seq = seq
         self._saving = False
         self.st = store_.load() if store_ else store.defaults()
-        self.cfg = config.Config(self.st.get("cfg"))
+        self.cfg = config.Config(self.st.get("cfg"), defaults)
         self.pockets = pockets.Pockets()
         self.rotor = rotor.Rotor(slots)
         self.ball = ball.Ball()

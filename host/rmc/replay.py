@@ -167,11 +167,13 @@ class CoreReplay:
     power_cuts: int = 0
 
 
-def _labels(header: dict[str, Any]) -> list[str]:
+def _wheel(header: dict[str, Any]) -> dict[str, Any]:
+    """The trace's wheel definition (as the board has it in wheel.json: pockets and geometry),
+    or the project's default wheel when the trace has none."""
     wheel = header.get("wheel")
     if isinstance(wheel, dict) and isinstance(wheel.get("pockets"), list):
-        return [str(x) for x in wheel["pockets"]]
-    return [str(x) for x in default_wheel()["pockets"]]
+        return {**wheel, "pockets": [str(x) for x in wheel["pockets"]]}
+    return default_wheel()
 
 
 def _norm(line: bytes) -> str | None:
@@ -198,7 +200,7 @@ def run_core(trace: Trace) -> CoreReplay | None:
     from rmcfw import store as fwstore
     from rmcfw import table as fwtable
 
-    labels = _labels(trace.header)
+    wheel = _wheel(trace.header)
     lines: list[bytes] = []
     boot = [0]
     now = [0]
@@ -223,7 +225,7 @@ def run_core(trace: Trace) -> CoreReplay | None:
     def power_up(t: int) -> Any:
         boot[0] += 1
         enc[:] = [Encoder(str(trace.header.get("table") or "replay")[:16] or "replay", boot[0])]
-        tb = fwtable.Table(labels, emit, fwstore.Store(folder))
+        tb = fwtable.Table(wheel, emit, fwstore.Store(folder))
         tb.start(t, reset="power")
         return tb
 

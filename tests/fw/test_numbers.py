@@ -36,3 +36,17 @@ def test_grid_rows():
 def test_unknown_label_is_refused():
     raises(ValueError, numbers.value, "37")
     raises(ValueError, numbers.colour, "x")
+
+
+def test_the_drop_prior_comes_from_the_wheel_geometry():
+    from rmcfw import config
+
+    geo = {"drop_angle_deg": 41.0, "ball_track_radius_m": 0.395}
+    assert config.drop_ms_of({"geometry": geo}) == 1352
+    for bad in ({}, {"geometry": {}}, {"geometry": {"drop_angle_deg": "x"}}, None, []):
+        assert config.drop_ms_of(bad) == 0
+    assert config.drop_ms_of({"geometry": {"drop_angle_deg": 95, "ball_track_radius_m": 0.4}}) == 0
+    c = config.Config({"drop_ms": 1200}, {"drop_ms": 1352})
+    assert c.drop_ms == 1200 and c.changed() == {"drop_ms": 1200}  # a SET wins
+    c = config.Config(None, {"drop_ms": 1352})
+    assert c.drop_ms == 1352 and c.changed() == {}
