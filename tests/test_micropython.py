@@ -42,6 +42,7 @@ def run_micropython(
     """Run a script under MicroPython with firmware/ at /fw and tests/fw/ at /tests on sys.path."""
     native = os.environ.get("RMC_MICROPYTHON")
     if native:  # a MicroPython binary: the folders on MICROPYPATH, a scratch folder as cwd
+        native = os.path.abspath(native)
         env = dict(os.environ, MICROPYPATH=f"{FIRMWARE_DIR}:{FW_TESTS}")
         with tempfile.TemporaryDirectory() as cwd:
             return subprocess.run(

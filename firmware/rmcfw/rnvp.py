@@ -497,8 +497,8 @@ class Predictor:
         """Call time (s) for a lead counted to the last pass, from the pass speed^2 v now.
 
         Which pass is the last is uncertain (v_c, the fit): each pass ahead gets the
-        probability that it is the last. A call must come before the earliest pass that is
-        the last with more than _RISK probability (never late); within that bound the call
+        probability that it is the last, and its time a standard error. The call may come
+        after the last pass with at most _RISK probability (_late); within that bound it
         takes the time that puts the most probability within +-0.5 s of the lead. When the
         next pass may or may not be the last, a call just before it is within for the pass
         after it, whose lap is shorter than lead + 0.5 s: the doubt then costs little."""
@@ -514,7 +514,7 @@ class Predictor:
         st = self._st
         pl = self._pl
         # the current pass came: the later ones are conditional on it
-        phi0 = _cdf((log(v) - c) / sqrt(sc2 + noise * cww / (v * v)))
+        phi0 = _cdf((log(v) - c) / _sd(sc2 + noise * cww / (v * v)))
         if phi0 < 1e-9:
             phi0 = 1e-9
         t = s
@@ -528,7 +528,7 @@ class Predictor:
         while n < _MAX_AHEAD:
             tp[n] = t
             st[n] = (
-                sqrt(noise * (_quad(tw, tb, ta, cww, cwb, cbb, cwa, cba, caa) + 1.0)) if n else 0.0
+                _sd(noise * (_quad(tw, tb, ta, cww, cwb, cbb, cwa, cba, caa) + 1.0)) if n else 0.0
             )
             nxt = a * v - b
             gwn = a * gw
@@ -536,7 +536,7 @@ class Predictor:
             gan = v + a * ga
             if nxt > 0:
                 varv = noise * _quad(gwn, gbn, gan, cww, cwb, cbb, cwa, cba, caa)
-                nxt_alive = _cdf((log(nxt) - c) / sqrt(sc2 + varv / (nxt * nxt)))
+                nxt_alive = _cdf((log(nxt) - c) / _sd(sc2 + varv / (nxt * nxt)))
                 if self.passes + n <= _MIN_LAPS:
                     # a ball that leaves sooner voids the spin (decree: fewer than 4
                     # revolutions): that pass comes, and the later ones are counted from it
@@ -608,7 +608,6 @@ class Predictor:
                     aim = k
         self.revs_left = aim
         self.drop_s = tp[aim]
-
         return call
 
     def _late(self, x, n):
@@ -787,6 +786,11 @@ def _within(off, sd):
     if sd <= 0:
         return 1.0 if -0.5 <= off <= 0.5 else 0.0
     return _cdf((off + 0.5) / sd) - _cdf((off - 0.5) / sd)
+
+
+def _sd(var):
+    """sqrt of a variance that rounding (single floats) may have taken below 0."""
+    return sqrt(var) if var > 1e-12 else 1e-6
 
 
 def _cdf(x):
