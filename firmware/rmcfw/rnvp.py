@@ -62,10 +62,16 @@ _GUARD = 0.02  # s: a call bounded by a pass comes at least this much before it
 _OFFSETS = (0.0, -0.4, -0.2, 0.2, 0.4)  # s: calls tried around each pass's lead
 _NOISE_MIN = 1e-5  # s^2: pass-time variance assumed at least (3 ms), for the friction's prior
 _NOISE_NEW = 1e-4  # s^2: (10 ms)^2, the timing noise assumed before any spin
+_LEARN_LAPS = const(4)  # a spin of that many laps teaches the timing noise...
+_B_LAPS = const(6)  # ... and of that many the friction
 _NOISE_DOF = 6  # the noise seen in whole spins weighs as that many laps of this one
 _LB_VAR_MIN = 0.0025  # (5 %)^2: the friction varies at least that much from spin to spin
 _SD_WHEELS = 0.6  # log v_c across wheels (last laps of 0.6-2 s)
-_LAST_GROWTH = 0.756  # (1/1.15)^2: the last lap some 15 % longer than the one before
+# the friction per lap over the drop speed^2 that a last lap some 15 % longer than the one
+# before implies (DESIGN.md: b/v at the last pass 0.38, so 0.38-0.6 of v_c; the simulator's
+# wheels 0.44), and the spread allowed around it before a spin has shown this wheel's
+_B_OVER_VC = 0.45
+_SD_B_NEW = 0.35
 WHY_FIT = "fit"
 WHY_LIMIT = "limit"
 
@@ -462,7 +468,7 @@ class Predictor:
         drop speed and DESIGN.md's last lap some 15 % longer than the one before give."""
         if self.nb == 0:
             sc = self.sigma_c()
-            return exp(self.c) * (self.a - _LAST_GROWTH), sqrt(0.3 * 0.3 + sc * sc)
+            return _B_OVER_VC * exp(self.c), sqrt(_SD_B_NEW * _SD_B_NEW + sc * sc)
         v = self.lbv if self.lbv > _LB_VAR_MIN else _LB_VAR_MIN
         return exp(self.lb), sqrt(v + v / self.nb)
 
@@ -651,13 +657,15 @@ class Predictor:
         if f is None:
             return False
         last, b = f  # speed^2 at the last pass
-        if n >= 6:
+        if n >= _LEARN_LAPS:
             kn = 1.0 / (self.nn + 1) if self.nn < 3 else 0.25
             self.noise += kn * (self._rss / (n - 2) - self.noise)
             self.nn += 1
-            if b > 0:
+            if b > 0 and (n >= _B_LAPS or self.nb == 0):
                 # the friction of this wheel's spins: its log mean and variance (less what
-                # the fit's own error adds to the scatter of its estimates)
+                # the fit's own error adds to the scatter of its estimates). Shorter spins
+                # tell it poorly, but one does while none longer has: a wheel whose spins
+                # are all short still gets a friction of its own.
                 lb = log(b)
                 err = self._cbb * self._rss / (n - 2) / (b * b)
                 if self.nb == 0:
