@@ -111,7 +111,6 @@ class Predictor:
         self.learn_drag = True
         self.z = 1.5  # a pass is predicted when z standard errors of the fit above v_c
         self.noise = 0.0  # pass-time variance (s^2) seen in whole spins
-        self.residual = 0.0
         self._rss = 0.0
         self._cww = self._cwb = self._cbb = 0.0
         self._cwa = self._cba = self._caa = 0.0
@@ -226,7 +225,7 @@ class Predictor:
             fade = self.weight
         if k < 2:
             return None
-        scc = scd = sdd = scu = sdu = suu = 0.0
+        scc = scd = sdd = scu = sdu = 0.0
         c = 1.0
         d = 0.0
         w = 1.0
@@ -241,7 +240,6 @@ class Predictor:
             sdd += wn * d * d
             scu += wn * c * u
             sdu += wn * d * u
-            suu += wn * u * u
             c *= inv
             d = d * inv + inv
             w *= fade
@@ -250,8 +248,6 @@ class Predictor:
             return None
         u = (sdd * scu - scd * sdu) / det
         b = (scc * sdu - scd * scu) / det
-        self.residual = suu - 2 * (u * scu + b * sdu) + u * u * scc + 2 * u * b * scd + b * b * sdd
-        # for the uncertainty of what is predicted from (u, b): the inverse normal matrix
         return u, b
 
     def _refine(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0):
@@ -396,7 +392,6 @@ class Predictor:
             lam_a = 0.0 if self.drag_spins else pn * self._pa
             f = self._refine(a, (u + a * u - b0) / 2, b0, k, b0, lam, lam_a)
         else:  # the table's sensors: exact passes, no priors needed
-            lam_a = 0.0
             f = self._refine(a, (u + a * u - b) / 2, b, k)
         if f is None:
             return None
