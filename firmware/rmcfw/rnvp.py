@@ -72,6 +72,11 @@ _SD_WHEELS = 0.6  # log v_c across wheels (last laps of 0.6-2 s)
 # wheels 0.44), and the spread allowed around it before a spin has shown this wheel's
 _B_OVER_VC = 0.45
 _SD_B_NEW = 0.35
+_CHANGES = 0.0001  # share of spins on another wheel than the one learned, none seen lately
+_CHANGES_N = 16  # the changes seen are counted over about that many spins
+_CHANGED = 0.01  # a spin was on another wheel when its whole laps make the learned one this
+# unlikely
+_R_LAPS = const(32)  # the ratio b/v_c is learned over about that many spins
 WHY_FIT = "fit"
 WHY_LIMIT = "limit"
 
@@ -125,6 +130,10 @@ class Predictor:
         self.lbv = 0.0
         self.nb = 0
         self.nn = 0  # spins the timing noise was learned from
+        self.lr = log(_B_OVER_VC)  # log of b/v_c, shared by wheels: mean, variance, count
+        self.lrv = 0.0
+        self.nr = 0
+        self.changes = 0.0  # wheel changes seen over the last _CHANGES_N spins or so
         self._t = array("f", bytes(4 * _PASSES))  # pass times, s from the first pass
         self._tp = array("f", bytes(4 * _MAX_AHEAD))  # passes ahead: time (s from first),
         self._st = array("f", bytes(4 * _MAX_AHEAD))  # its standard error (s),
@@ -132,6 +141,8 @@ class Predictor:
         self._lo = array("f", bytes(4 * _SPINS))  # recent spins: log v_c was above these...
         self._hi = array("f", bytes(4 * _SPINS))  # ... and at or below these
         self._last_lap_s = last_lap_s
+        # DESIGN.md: the median wheel's last lap 1.1 s, the drop some 7 % slower
+        self._c0 = -2.0 * log(1.07 * last_lap_s)
         self.drop_prior_s = -1.0
         self.set_prior(drop_s)
         self.reset(0)
@@ -145,8 +156,7 @@ class Predictor:
         if self.has_prior:
             self.prior = -2.0 * log(drop_s)
         else:
-            # DESIGN.md: median last lap 1.1 s, the drop some 7% slower (young margin on top)
-            self.prior = -2.0 * log(1.07 * self._last_lap_s)
+            self.prior = self._c0  # wheels in general (young margin on top)
         self._estimate(min(self.learned, _SPINS))
 
     @property
@@ -385,14 +395,8 @@ class Predictor:
             k = self.recent
         n0 = self.noise if self.nn else _NOISE_NEW  # the timing noise expected
         if to_pass:
-            b0, lb = self.b_prior()
-            pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
-            lam = pn / (lb * lb * b0 * b0)
-            # a wheel whose drag no spin has shown yet: fitted too
-            lam_a = 0.0 if self.drag_spins else pn * self._pa
-            f = self._refine(a, (u + a * u - b0) / 2, b0, k, b0, lam, lam_a)
-        else:  # the table's sensors: exact passes, no priors needed
-            f = self._refine(a, (u + a * u - b) / 2, b, k)
+            return self._pass_call(s, a, u, k, n0)
+        f = self._refine(a, (u + a * u - b) / 2, b, k)  # the table's sensors: exact passes
         if f is None:
             return None
         v, b = f
@@ -401,20 +405,6 @@ class Predictor:
         noise = self._rss / (k - 2) if k > 3 else 0.0
         if self.noise > noise:
             noise = self.noise
-        if to_pass:
-            # a few laps' scatter is itself scattered: pooled with whole spins' noise, or
-            # before any spin with hand-clocked laps' (DESIGN.md: tens of ms)
-            dof = k - 2 if lam_a == 0 else k - 3  # pass times less parameters fitted
-            noise = (self._rss + _NOISE_DOF * n0) / (dof + _NOISE_DOF)
-            # the speed^2 lost per lap: a ball not seen slowing gets no prediction
-            g = 1.0 - self.a_fit
-            slow = g * v + b
-            var = noise * _quad(
-                g, 1.0, -v, self._cww, self._cwb, self._cbb, self._cwa, self._cba, self._caa
-            )
-            if slow <= 0 or slow * slow < 4.0 * var:
-                return None
-            return self._decide(s, v, b, noise)
         if self.to_drop:
             v_c = exp(self.c + self.margin * 0.5)  # the drop instant: an unbiased threshold
             z2 = 0.0  # and a timing error, not a lap, for a wrong guess
@@ -463,9 +453,25 @@ class Predictor:
         drop speed and DESIGN.md's last lap some 15 % longer than the one before give."""
         if self.nb == 0:
             sc = self.sigma_c()
-            return _B_OVER_VC * exp(self.c), sqrt(_SD_B_NEW * _SD_B_NEW + sc * sc)
+            return self._b_of(self.c, self.a), sqrt(self.r_belief()[1] + sc * sc)
         v = self.lbv if self.lbv > _LB_VAR_MIN else _LB_VAR_MIN
         return exp(self.lb), sqrt(v + v / self.nb)
+
+    def r_belief(self):
+        """(centre, variance) of log r, r the share of its speed^2 a ball at the drop speed
+        would lose over a lap (drag and friction: 1 - a + b/v_c), for a spin of any wheel:
+        what spins showed, after DESIGN.md's last laps some 15 % longer than the one before
+        (_B_OVER_VC)."""
+        if self.nr == 0:
+            return self.lr, _SD_B_NEW * _SD_B_NEW
+        v = self.lrv if self.lrv > _LB_VAR_MIN else _LB_VAR_MIN
+        # the prior's variance weighs as one spin, the mean's own error on top
+        return self.lr, (_SD_B_NEW * _SD_B_NEW + (self.nr + 1) * v) / (self.nr + 1)
+
+    def _b_of(self, c, a):
+        """The friction a ball of drop speed^2 exp(c) and drag a would have, by r."""
+        r = exp(self.lr) - 1.0 + a
+        return exp(c) * (r if r > 0.05 else 0.05)
 
     def sigma_c(self):
         """Standard deviation of log v_c by the table's margins: the spin-to-spin variation
@@ -494,8 +500,82 @@ class Predictor:
             pc += self.c / (o * o)
         return pc / p, 1.0 / p + w * w
 
-    def _decide(self, s, v, b, noise):
-        """Call time (s) for a lead counted to the last pass, from the pass speed^2 v now.
+    def _pass_call(self, s, a, u, k, n0):
+        """Call time (s) for a lead counted to the last pass, or None.
+
+        Two readings of the spin: it is on the wheel learned (its drop speed and friction as
+        the earlier spins had them), or on another one (a ball or wheel changed, a file of
+        several wheels): the ball then leaves where a lap would lose a share r of its speed^2
+        that wheels share (DESIGN.md: last laps some 15 % longer than the one before), or,
+        while this spin shows no friction of its own, at a drop speed as wheels in general
+        have. This spin's friction weighs them against each other; _decide mixes them."""
+        pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
+        # a wheel whose drag no spin has shown yet: fitted too
+        lam_a = 0.0 if self.drag_spins else pn * self._pa
+        lr, sr2 = self.r_belief()
+        sdn2 = _SD_WHEELS * _SD_WHEELS + sr2  # log b across wheels
+        # another wheel: its own drag fitted too, from what wheels in general have
+        bn = self._b_of(self._c0, _A_NEW)
+        # (a few noisy laps may hide a slowing: then the friction they leave possible)
+        fu = self._fit(_A_NEW, u, k, n0, bn, sdn2, pn / (_SD_A * _SD_A), k < _B_LAPS)
+        fs = fu if fu is not None and fu[10] and fu[1] > 0 else None
+        p = self.p_same() if self.has_prior or self.learned else 0.0
+        fw = None
+        if p > 0:
+            b0, sd = self.b_prior()
+            fw = self._fit(a, u, k, n0, b0, sd * sd, lam_a)
+        hy = []  # readings: fit, centre, own wheel?, variance (as _alive takes them), weight
+        if fw is not None:
+            c, sc2 = self._belief()
+            hy.append([fw, c, False, sc2, p])
+            if fs is not None:
+                # how likely this spin's friction is on the learned wheel, and on any wheel
+                b = fs[1]
+                vb = fs[3] * fs[6] / (b * b)
+                d = log(b / b0)
+                vw = sd * sd + vb
+                dn = log(b / bn)
+                vn = sdn2 + vb
+                lw = p * exp(-0.5 * d * d / vw) / sqrt(vw)
+                ln = (1.0 - p) * exp(-0.5 * dn * dn / vn) / sqrt(vn)
+                p = lw / (lw + ln)
+                hy[0][4] = p
+        if fs is not None:
+            hy.append([fs, lr, True, sr2, 1.0 - p])
+        elif p < 1.0:
+            if fu is not None and fu[1] > 0:
+                hy.append([fu, self._c0, False, _SD_WHEELS * _SD_WHEELS, 1.0 - p])
+        return self._decide(s, hy) if hy else None
+
+    def _fit(self, a, u, k, n0, b0, var_lb, lam_a, unseen=False):
+        """The pass times fitted with a prior b0 on the friction (log variance var_lb): (v,
+        b, a, noise, cww, cwb, cbb, cwa, cba, caa, seen), or None for a ball not seen
+        slowing; with unseen, then the friction it may have unseen (two standard errors
+        over the fit) and seen False."""
+        pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
+        f = self._refine(a, (u + a * u - b0) / 2, b0, k, b0, pn / (var_lb * b0 * b0), lam_a)
+        if f is None:
+            return None
+        v, b = f
+        # a few laps' scatter is itself scattered: pooled with whole spins' noise, or before
+        # any spin with hand-clocked laps' (DESIGN.md: tens of ms)
+        dof = k - 2 if lam_a == 0 else k - 3  # pass times less parameters fitted
+        noise = (self._rss + _NOISE_DOF * n0) / (dof + _NOISE_DOF)
+        # the speed^2 lost per lap: a ball not seen slowing gets no prediction
+        g = 1.0 - self.a_fit
+        slow = g * v + b
+        c = (self._cww, self._cwb, self._cbb, self._cwa, self._cba, self._caa)
+        var = noise * _quad(g, 1.0, -v, *c)
+        if slow <= 0 or slow * slow < 4.0 * var:
+            if not unseen:
+                return None
+            b += 2.0 * sqrt(var) - slow
+            return (v, b, self.a_fit, noise) + c + (False,)
+        return (v, b, self.a_fit, noise) + c + (True,)
+
+    def _decide(self, s, hy):
+        """Call time (s) from the readings of the spin (_pass_call), each mixed in by its
+        weight.
 
         Which pass is the last is uncertain (v_c, the fit): each pass ahead gets the
         probability that it is the last, and its time a standard error. The call may come
@@ -503,71 +583,93 @@ class Predictor:
         takes the time that puts the most probability within +-0.5 s of the lead. When the
         next pass may or may not be the last, a call just before it is within for the pass
         after it, whose lap is shorter than lead + 0.5 s: the doubt then costs little."""
-        a = self.a_fit
-        c, sc2 = self._belief()
-        cww = self._cww
-        cwb = self._cwb
-        cbb = self._cbb
-        cwa = self._cwa
-        cba = self._cba
-        caa = self._caa
+        # each reading then follows its passes ahead: speed^2, its gradient (w, b, a),
+        # P(reached), P(the current pass)
+        for h in hy:
+            h += (h[0][0], 1.0, 0.0, 0.0, 1.0, 1.0)
+        # the current pass came: the readings are weighed by how well they expected it
+        tot = 0.0
+        for h in hy:
+            p = _alive(h[0], h[5], 1.0, 0.0, 0.0, h[1], h[2], h[3])
+            h[10] = p if p > 1e-9 else 1e-9
+            h[4] *= h[10]
+            tot += h[4]
+        dom = hy[0]
+        for h in hy:
+            h[4] /= tot
+            if h[4] > dom[4]:
+                dom = h
+        f = dom[0]  # the pass times come from the likelier reading
+        noise = f[3]
         tp = self._tp
         st = self._st
         pl = self._pl
-        # the current pass came: the later ones are conditional on it
-        phi0 = _cdf((log(v) - c) / _sd(sc2 + noise * cww / (v * v)))
-        if phi0 < 1e-9:
-            phi0 = 1e-9
         t = s
-        gw = 1.0  # d v / d w, d v / d b, d v / d a of the pass speed^2 ahead
-        gb = ga = 0.0
-        tw = tb = ta = 0.0  # the same of its time
-        alive = 1.0  # probability that the pass reached so far comes
+        tw = tb = ta = 0.0  # d time / d (w, b, a) of the pass ahead
         cum = 0.0
         first = -1  # the earliest pass that may be the last
         n = 0
         while n < _MAX_AHEAD:
             tp[n] = t
-            st[n] = (
-                _sd(noise * (_quad(tw, tb, ta, cww, cwb, cbb, cwa, cba, caa) + 1.0)) if n else 0.0
-            )
-            nxt = a * v - b
-            gwn = a * gw
-            gbn = a * gb - 1.0
-            gan = v + a * ga
-            if nxt > 0:
-                varv = noise * _quad(gwn, gbn, gan, cww, cwb, cbb, cwa, cba, caa)
-                nxt_alive = _cdf((log(nxt) - c) / _sd(sc2 + varv / (nxt * nxt)))
-                if self.passes + n <= _MIN_LAPS:
-                    # a ball that leaves sooner voids the spin (decree: fewer than 4
-                    # revolutions): that pass comes, and the later ones are counted from it
-                    phi0 = nxt_alive if nxt_alive > 1e-9 else 1e-9
-                    nxt_alive = 1.0
+            st[n] = _sd(noise * (_quad(tw, tb, ta, *f[4:10]) + 1.0)) if n else 0.0
+            void = self.passes + n <= _MIN_LAPS
+            p_last = 0.0
+            nxt_alive = 0.0
+            lap = None
+            for h in hy:
+                fh = h[0]
+                v = h[5]
+                nxt = fh[2] * v - fh[1]
+                gw = fh[2] * h[6]
+                gb = fh[2] * h[7] - 1.0
+                ga = v + fh[2] * h[8]
+                if nxt > 0:
+                    na = _alive(fh, nxt, gw, gb, ga, h[1], h[2], h[3])
+                    if void:
+                        # a ball that leaves sooner voids the spin (decree: fewer than 4
+                        # revolutions): that pass comes, and the later ones count from it
+                        p = na if na > 1e-9 else 1e-9
+                        h[4] *= p / h[10]
+                        h[10] = p
+                        na = 1.0
+                    else:
+                        na /= h[10]
+                    if na > h[9]:
+                        na = h[9]
                 else:
-                    nxt_alive /= phi0
-                if nxt_alive > alive:
-                    nxt_alive = alive
-            else:
-                nxt_alive = 0.0
-            pl[n] = alive - nxt_alive  # the pass n ahead is the last one
-            cum += pl[n]
+                    na = 0.0
+                if h is dom:
+                    if nxt <= 0:
+                        lap = -1.0
+                    else:
+                        sv = sqrt(v)
+                        sn = sqrt(nxt)
+                        q = 1.0 / ((sv + sn) * (sv + sn))
+                        tw -= q * (h[6] / sv + gw / sn)  # lap = 2/(sv + sn)
+                        tb -= q * (h[7] / sv + gb / sn)
+                        ta -= q * (h[8] / sv + ga / sn)
+                        lap = 2.0 / (sv + sn)
+                p_last += h[4] * (h[9] - na)
+                nxt_alive += h[4] * na
+                h[5] = nxt
+                h[6] = gw
+                h[7] = gb
+                h[8] = ga
+                h[9] = na
+            if void:
+                tot = 0.0
+                for h in hy:
+                    tot += h[4]
+                for h in hy:
+                    h[4] /= tot
+            pl[n] = p_last  # the pass n ahead is the last one
+            cum += p_last
             if first < 0 and cum > _RISK:
                 first = n
             n += 1
-            if nxt_alive < 1e-4 or (first >= 0 and n > first + 2):
+            if nxt_alive < 1e-4 or (first >= 0 and n > first + 2) or lap < 0:
                 break
-            sv = sqrt(v)
-            sn = sqrt(nxt)
-            q = 1.0 / ((sv + sn) * (sv + sn))
-            tw -= q * (gw / sv + gwn / sn)  # lap = 2/(sv + sn)
-            tb -= q * (gb / sv + gbn / sn)
-            ta -= q * (ga / sv + gan / sn)
-            t += 2.0 / (sv + sn)
-            v = nxt
-            gw = gwn
-            gb = gbn
-            ga = gan
-            alive = nxt_alive
+            t += lap
         if first < 0:
             return None  # no end in sight: the safety limit stands
         # the latest call whose risk of coming after the last pass stays within _RISK
@@ -640,6 +742,12 @@ class Predictor:
         laps = self.passes - 1
         if laps < 3:
             return False
+        if (self.learned or self.nb) and laps >= _LEARN_LAPS:
+            k = 1.0 - 1.0 / _CHANGES_N
+            self.changes *= k
+            if self._changed(laps):
+                self.changes += 1.0
+                self.forget_wheel()
         if self.learn_drag and laps >= 6:
             self._learn_drag(laps)
         a = self.a
@@ -676,12 +784,98 @@ class Predictor:
         nxt = a * last - b  # ... and at the pass that did not come
         if not 0 < nxt < last:
             return False  # a fit that does not slow down to a stop: nothing to learn
+        if b > 0 and n >= _LEARN_LAPS and (n >= _B_LAPS or self.nr == 0):
+            self._learn_r(last, b, n)
         i = self.learned % _SPINS
         self._lo[i] = log(nxt)
         self._hi[i] = log(last)
         self.learned += 1
         self._estimate(min(self.learned, _SPINS))
         return True
+
+    def _changed(self, laps):
+        """Whether the spin just ended was, beyond doubt, on another wheel than the one
+        learned (a ball or wheel changed, a file of several wheels): its friction and the
+        bracket of its drop speed, likely on wheels in general, unlikely on this one."""
+        a = self.a
+        f = self._state(a)
+        if f is None:
+            return False
+        u, b = f
+        n = laps if laps < self.recent else self.recent
+        f = self._refine(a, (u + a * u - b) / 2, b, n)
+        if f is None:
+            return False
+        last, b = f
+        nxt = a * last - b
+        if not (b > 0 and 0 < nxt < last):
+            return False
+        lo = log(nxt)
+        hi = log(last)
+        c, sc2 = self._belief()
+        sc = _sd(sc2)
+        same = _cdf((hi - c) / sc) - _cdf((lo - c) / sc)
+        sn = _SD_WHEELS
+        new = _cdf((hi - self._c0) / sn) - _cdf((lo - self._c0) / sn)
+        if self.nb:
+            lb = log(b)
+            err = self._cbb * self._rss / (n - 2) / (b * b)
+            b0, sd = self.b_prior()
+            vw = sd * sd + err
+            d = lb - log(b0)
+            same *= exp(-0.5 * d * d / vw) / sqrt(vw)
+            vn = _SD_WHEELS * _SD_WHEELS + self.r_belief()[1] + err
+            d = lb - log(self._b_of(self._c0, a))
+            new *= exp(-0.5 * d * d / vn) / sqrt(vn)
+        p = self.p_same()
+        return p * same < _CHANGED * (1.0 - p) * new
+
+    def p_same(self):
+        """The probability that a spin is on the wheel learned, before its laps are seen:
+        high on a table, lower where wheels were seen to change lately, the more so while
+        the one learned has few spins."""
+        y = self.learned + 1
+        r = _CHANGES + self.changes / (y * y)
+        return 1.0 - (r if r < 0.5 else 0.5)
+
+    def forget_wheel(self):
+        """Start learning a new wheel: its drop speed, friction and drag. The timing noise
+        (the clocking's) and r (shared by wheels) stay."""
+        self.learned = 0
+        self.nb = 0
+        self.lb = self.lbv = 0.0
+        self.a = _A_NEW
+        self._pa = 1.0 / (_SD_A * _SD_A)
+        self.drag_spins = 0
+        self._estimate(0)
+
+    def _learn_r(self, last, b, n):
+        """r, the share of v_c a lap from v_c would lose, as a spin on a wheel of its own
+        (_pass_call) tells it: its drag fitted too, from what wheels in general have. v_c lay
+        in (nxt, last], so r in [g + b/last, g + b/nxt). The middle, less the bracket's
+        (uniform) and the fit's own variance, leaves the spin-to-spin variation."""
+        s2 = self._rss / (n - 2)
+        if s2 < _NOISE_MIN:
+            s2 = _NOISE_MIN
+        f = self._refine(_A_NEW, last, b, n, 0.0, 0.0, s2 / (_SD_A * _SD_A))
+        if f is None:
+            return
+        last, b = f
+        g = 1.0 - self.a_fit
+        nxt = self.a_fit * last - b
+        if not (b > 0 and 0 < nxt < last):
+            return
+        lo = log(g + b / last)
+        hi = log(g + b / nxt)
+        d = (lo + hi) / 2 - self.lr
+        e = b / (g * nxt + b)  # d log r / d log b, about
+        err = e * e * self._cbb * self._rss / (n - 2) / (b * b) + (hi - lo) * (hi - lo) / 12
+        nr = self.nr if self.nr < _R_LAPS else _R_LAPS
+        self.lr += d / (nr + 2)  # the prior weighs as one spin
+        self.lrv += (d * d - err - self.lrv) / (nr + 1)
+        if self.lrv < 0:
+            self.lrv = 0.0
+        self.nr += 1
 
     def _learn_drag(self, laps):
         """Drag: fitted with the friction to the whole spin's pass times (the lap times, as
@@ -783,6 +977,22 @@ def _quad(x, y, z, xx, xy, yy, xz, yz, zz):
     return x * x * xx + y * y * yy + z * z * zz + 2 * (x * y * xy + x * z * xz + y * z * yz)
 
 
+def _alive(f, v, gw, gb, ga, m, own, s2):
+    """That a pass of speed^2 v, of gradient (gw, gb, ga) in the fit f = (w, b, a, noise,
+    covariance), comes: with log v_c normal (centre m, variance s2), P(v_c < v); or on a
+    wheel of its own (own), P(r > the share of v the lap after it would lose) for log r
+    normal, centre m, variance s2."""
+    if not own:
+        return _cdf((log(v) - m) / _sd(s2 + f[3] * _quad(gw / v, gb / v, ga / v, *f[4:10])))
+    b = f[1]
+    q = b / v + 1.0 - f[2]
+    if q <= 0:
+        return 1.0  # a ball gaining speed
+    h = b / (v * v)
+    var = f[3] * _quad((-h * gw) / q, (1.0 / v - h * gb) / q, (-h * ga - 1.0) / q, *f[4:10])
+    return _cdf((m - log(q)) / _sd(s2 + var))
+
+
 def _within(off, sd):
     """Probability that a lead off from the one asked (s), of standard error sd, is within
     +-0.5 s."""
@@ -811,6 +1021,8 @@ def export(p):
         "drag": [p._pa, p.drag_spins],  # precision of a, spins it came from
         "b": [p.lb, p.lbv, p.nb],  # friction: log mean, log variance, spins
         "noise": [p.noise, p.nn],  # pass-time variance (s^2), spins
+        "r": [p.lr, p.lrv, p.nr],  # log r (_pass_call): mean, variance, spins
+        "changes": p.changes,  # wheel changes seen lately
     }
 
 
@@ -827,6 +1039,11 @@ def restore(p, data):
         pa, ka = data.get("drag", (1.0 / (_SD_A * _SD_A), 0))
         lb, lbv, nb = data.get("b", (0.0, 0.0, 0))
         noise, nn = data.get("noise", (0.0, 0))
+        lr, lrv, nr = data.get("r", (log(_B_OVER_VC), 0.0, 0))
+        changes = float(data.get("changes", 0.0))
+        lr = float(lr)
+        lrv = float(lrv)
+        nr = int(nr)
         pa = float(pa)
         lb = float(lb)
         lbv = float(lbv)
@@ -840,6 +1057,8 @@ def restore(p, data):
         return False
     if ka < 0 or nb < 0 or nn < 0 or not -20 < lb < 20:
         return False
+    if nr < 0 or lrv < 0 or not -20 < lr < 20 or not 0 <= changes < 1e6:
+        return False
     for i in range(len(lo)):
         p._lo[i] = lo[i]
         p._hi[i] = hi[i]
@@ -852,5 +1071,9 @@ def restore(p, data):
     p.nb = nb
     p.noise = noise
     p.nn = nn
+    p.lr = lr
+    p.lrv = lrv
+    p.nr = nr
+    p.changes = changes
     p._estimate(min(n, _SPINS))
     return True

@@ -72,7 +72,8 @@ def test_a_known_wheel_needs_no_learning_spins():
     # The board has its wheel's drop speed (wheel.json -> config drop_ms): from the first spin
     n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.01, warm=0, prior=True)
     assert late == 0, (late, n)
-    assert within >= 0.74 * n, (within, n)  # measured: 107 of 144
+    # measured: 106 of 144 (107 before the readings of a changed wheel, _pass_call)
+    assert within >= 0.73 * n, (within, n)
 
 
 def test_design_growth_wheels_are_never_late():
@@ -95,7 +96,8 @@ def test_design_growth_wheels_are_never_late():
                 elif abs(t[-1] - call - 1.0) <= 0.5:
                     within += 1
     assert late == 0, (late, n)
-    assert within >= 0.87 * n, (within, n)  # measured: 249 of 285
+    # measured: 244 of 285 (249 before the readings of a changed wheel, _pass_call)
+    assert within >= 0.85 * n, (within, n)
 
 
 def _model_passes(v, a, b, laps):
@@ -234,6 +236,7 @@ def test_learned_wheel_survives_export_and_restore():
     assert q.drag_spins == p.drag_spins > 0 and abs(q._pa - p._pa) < 1e-6 * p._pa
     assert q.nb == p.nb > 0 and abs(q.lb - p.lb) < 1e-9 and abs(q.lbv - p.lbv) < 1e-9
     assert q.nn == p.nn > 0 and abs(q.noise - p.noise) < 1e-12
+    assert q.nr == p.nr > 0 and abs(q.lr - p.lr) < 1e-9 and abs(q.lrv - p.lrv) < 1e-9
     # the same laps then give the same call
     t = w.spin(noise_s=0.01)
     assert replay(p, t) == replay(q, t)
@@ -252,6 +255,11 @@ def test_learned_wheel_survives_export_and_restore():
     assert not rnvp.restore(rnvp.Predictor(), bad)
     bad["noise"] = "x"
     assert not rnvp.restore(rnvp.Predictor(), bad)
+    bad = dict(data)
+    bad["changes"] = -1
+    assert not rnvp.restore(rnvp.Predictor(), bad)
+    p.changes = 1.5
+    assert rnvp.restore(q, rnvp.export(p)) and q.changes == 1.5
 
 
 def test_no_prediction_for_a_ball_not_slowing():
@@ -290,3 +298,45 @@ def test_random_laps_never_crash():
             call, why = replay(p, times)
             assert call is None or (0 <= call <= times[-1] + 60 and why in ("fit", "limit"))
         assert 0.8 <= p.a <= 1.0 and p.noise >= 0 and p.lbv >= 0
+
+
+def _wheels_in_turn(wheels, noise_s, spins=12):
+    """Spins of several wheels, one after the other (a ball or wheel changed, a file of
+    several tables): (spins called within, late, spins, wheels learned afresh)."""
+    p = rnvp.Predictor(lead_s=1.0)
+    forgot = []
+    forget = p.forget_wheel
+    p.forget_wheel = lambda: forgot.append(1) or forget()
+    n = within = late = 0
+    for last_lap_s, seed in wheels:
+        w = lapgen.Wheel(lapgen.Rng(seed), last_lap_s)
+        for i in range(spins):
+            t = w.spin(noise_s=noise_s, keep=None if i % 3 else 5 + i % 6)
+            call, _ = replay(p, t)
+            n += 1
+            if call is None or call > t[-1]:
+                late += 1
+            elif abs(t[-1] - call - 1.0) <= 0.5:
+                within += 1
+    return within, late, n, len(forgot)
+
+
+def test_a_changed_wheel_is_not_taken_for_the_one_learned():
+    # A slow wheel, then a faster one: the learned drop speed would call the fast wheel's
+    # first spins after their last pass. Their own friction shows the change (_pass_call);
+    # the spin's whole laps then start the new wheel afresh (_changed).
+    within, late, n, forgot = _wheels_in_turn(((1.6, 11), (1.1, 5), (1.9, 2), (0.8, 3)), 0.0)
+    assert late == 0, (late, n)
+    assert 3 <= forgot <= 4, forgot  # the three changes (a fourth: a spin taken for one)
+    # each wheel is learned from its first spins again (before: 2 late, 10 within)
+    assert within >= 0.43 * n, (within, n)  # measured: 21 of 48
+    within, late, n, forgot = _wheels_in_turn(((1.6, 11), (1.1, 5), (1.9, 2), (0.8, 3)), 0.01)
+    assert late == 0, (late, n)
+    assert within >= 0.35 * n, (within, n)  # measured: 17 of 48 (before: 3 late, 9 within)
+
+
+def test_one_wheel_is_not_taken_for_several():
+    # the same wheel throughout: its spin-to-spin variation starts nothing afresh
+    for noise_s in (0.0, 0.01, 0.02):
+        _, late, _, forgot = _wheels_in_turn(((1.1, 5),), noise_s, spins=36)
+        assert late == 0 and forgot == 0, (noise_s, late, forgot)
