@@ -72,6 +72,9 @@ _SD_WHEELS = 0.6  # log v_c across wheels (last laps of 0.6-2 s)
 # wheels 0.44), and the spread allowed around it before a spin has shown this wheel's
 _B_OVER_VC = 0.45
 _SD_B_NEW = 0.35
+# ... and the spread of r (_pass_call) before any spin: wider, for the drop of a spin on a
+# wheel its own (the simulator's wheels of other drop speeds have last laps 4-25 % longer)
+_SD_R_NEW = 0.6
 _CHANGES = 0.0001  # share of spins on another wheel than the one learned, none seen lately
 _CHANGES_N = 16  # the changes seen are counted over about that many spins
 _CHANGED = 0.01  # a spin was on another wheel when its whole laps make the learned one this
@@ -453,7 +456,8 @@ class Predictor:
         drop speed and DESIGN.md's last lap some 15 % longer than the one before give."""
         if self.nb == 0:
             sc = self.sigma_c()
-            return self._b_of(self.c, self.a), sqrt(self.r_belief()[1] + sc * sc)
+            sr2 = self.r_belief()[1] if self.nr else _SD_B_NEW * _SD_B_NEW
+            return self._b_of(self.c, self.a), sqrt(sr2 + sc * sc)
         v = self.lbv if self.lbv > _LB_VAR_MIN else _LB_VAR_MIN
         return exp(self.lb), sqrt(v + v / self.nb)
 
@@ -463,10 +467,10 @@ class Predictor:
         what spins showed, after DESIGN.md's last laps some 15 % longer than the one before
         (_B_OVER_VC)."""
         if self.nr == 0:
-            return self.lr, _SD_B_NEW * _SD_B_NEW
+            return self.lr, _SD_R_NEW * _SD_R_NEW
         v = self.lrv if self.lrv > _LB_VAR_MIN else _LB_VAR_MIN
         # the prior's variance weighs as one spin, the mean's own error on top
-        return self.lr, (_SD_B_NEW * _SD_B_NEW + (self.nr + 1) * v) / (self.nr + 1)
+        return self.lr, (_SD_R_NEW * _SD_R_NEW + (self.nr + 1) * v) / (self.nr + 1)
 
     def _b_of(self, c, a):
         """The friction a ball of drop speed^2 exp(c) and drag a would have, by r."""
@@ -529,12 +533,17 @@ class Predictor:
             c, sc2 = self._belief()
             hy.append([fw, c, False, sc2, p])
             if fs is not None:
-                # how likely this spin's friction is on the learned wheel, and on any wheel
-                b = fs[1]
-                vb = fs[3] * fs[6] / (b * b)
-                d = log(b / b0)
-                vw = sd * sd + vb
-                dn = log(b / bn)
+                # how likely this spin's slowing (the speed^2 a lap loses now: drag and
+                # friction, which the laps tell better than either) is on the learned
+                # wheel, and on any wheel
+                v = fs[0]
+                g = 1.0 - fs[2]
+                lost = g * v + fs[1]
+                vb = fs[3] * _quad(g, 1.0, -v, *fs[4:10]) / (lost * lost)
+                lw = (1.0 - self.a) * v + b0
+                d = log(lost / lw)
+                vw = sd * sd * b0 * b0 / (lw * lw) + vb
+                dn = log(lost / bn)
                 vn = sdn2 + vb
                 lw = p * exp(-0.5 * d * d / vw) / sqrt(vw)
                 ln = (1.0 - p) * exp(-0.5 * dn * dn / vn) / sqrt(vn)

@@ -12,7 +12,8 @@ as it goes), with the figure after the first 4 spins of each file beside it:
 - `rmc.sim` sessions (the calibrated simulator's wheel): 8 × 40 spins, exact passes, 10 ms,
   and 20 ms on the last 8 laps only.
 Then the same lapgen wheels in one file, as a table whose ball or wheel is changed or a file
-of several tables would give them: each wheel's spins in turn, and all of them shuffled.
+of several tables would give them: each wheel's spins in turn, and all of them shuffled; and
+the simulator's wheels of other drop speeds, one file each and in turn.
 Also the predictor's cost per ball pass, under CPython and MicroPython.
 """
 
@@ -34,6 +35,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fw"))
 import lapgen  # noqa: E402
 
 from rmc.rnvp import replay  # noqa: E402
+from rmc.sim.physics import Params  # noqa: E402
 from rmc.sim.session import simulate_laps  # noqa: E402
 
 LEAD = 1.0
@@ -105,6 +107,14 @@ def mixed_datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
             mixed = list(spins)
             random.Random(1).shuffle(mixed)
             out.append((f"{name} shuffled, {noise * 1000:.0f} ms", [(mixed, {})]))
+    # the simulator's wheels of other drop speeds (tan of the drop angle spread 0.45 from
+    # wheel to wheel, last laps 0.8-1.5 s), the same ball friction on all
+    params = Params(wheel_spread=0.45)
+    for jitter, last, label in ((0.0, None, "exact"), (0.02, 8, "20 ms, last 8 laps")):
+        files = [simulate_laps(100 + s, 40, params, jitter_s=jitter, last=last) for s in range(8)]
+        out.append((f"rmc.sim, 8 wheels, one file each, {label}", [(f, {}) for f in files]))
+        spins = [sp for f in files for sp in f]
+        out.append((f"rmc.sim, 8 wheels in turn, {label}", [(spins, {})]))
     return out
 
 

@@ -72,8 +72,7 @@ def test_a_known_wheel_needs_no_learning_spins():
     # The board has its wheel's drop speed (wheel.json -> config drop_ms): from the first spin
     n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.01, warm=0, prior=True)
     assert late == 0, (late, n)
-    # measured: 106 of 144 (107 before the readings of a changed wheel, _pass_call)
-    assert within >= 0.73 * n, (within, n)
+    assert within >= 0.74 * n, (within, n)  # measured: 107 of 144
 
 
 def test_design_growth_wheels_are_never_late():
@@ -96,7 +95,7 @@ def test_design_growth_wheels_are_never_late():
                 elif abs(t[-1] - call - 1.0) <= 0.5:
                     within += 1
     assert late == 0, (late, n)
-    # measured: 244 of 285 (249 before the readings of a changed wheel, _pass_call)
+    # measured: 245 of 285 (249 before the readings of a changed wheel, _pass_call)
     assert within >= 0.85 * n, (within, n)
 
 
@@ -329,10 +328,10 @@ def test_a_changed_wheel_is_not_taken_for_the_one_learned():
     assert late == 0, (late, n)
     assert 3 <= forgot <= 4, forgot  # the three changes (a fourth: a spin taken for one)
     # each wheel is learned from its first spins again (before: 2 late, 10 within)
-    assert within >= 0.43 * n, (within, n)  # measured: 21 of 48
+    assert within >= 0.52 * n, (within, n)  # measured: 25 of 48
     within, late, n, forgot = _wheels_in_turn(((1.6, 11), (1.1, 5), (1.9, 2), (0.8, 3)), 0.01)
     assert late == 0, (late, n)
-    assert within >= 0.35 * n, (within, n)  # measured: 17 of 48 (before: 3 late, 9 within)
+    assert within >= 0.39 * n, (within, n)  # measured: 19 of 48 (before: 3 late, 9 within)
 
 
 def test_one_wheel_is_not_taken_for_several():
