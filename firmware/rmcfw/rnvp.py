@@ -72,14 +72,14 @@ _SD_WHEELS = 0.6  # log v_c across wheels (last laps of 0.6-2 s)
 # wheels 0.44), and the spread allowed around it before a spin has shown this wheel's
 _B_OVER_VC = 0.45
 _SD_B_NEW = 0.35
-# ... and the spread of r (_pass_call) before any spin: wider, for the drop of a spin on a
-# wheel its own (the simulator's wheels of other drop speeds have last laps 4-25 % longer)
+# ... and the spread of r (_pass_call) before any spin: wider, for a spin on a wheel of its
+# own (the simulator's wheels of other drop speeds have last laps 5-33 % longer)
 _SD_R_NEW = 0.6
+_R_LAPS = const(32)  # r is learned over about that many spins
 _CHANGES = 0.0001  # share of spins on another wheel than the one learned, none seen lately
 _CHANGES_N = 16  # the changes seen are counted over about that many spins
-_CHANGED = 0.01  # a spin was on another wheel when its whole laps make the learned one this
-# unlikely
-_R_LAPS = const(32)  # the ratio b/v_c is learned over about that many spins
+# a spin was on another wheel when its whole laps make the learned one this unlikely
+_CHANGED = 0.01
 WHY_FIT = "fit"
 WHY_LIMIT = "limit"
 
@@ -133,9 +133,9 @@ class Predictor:
         self.lbv = 0.0
         self.nb = 0
         self.nn = 0  # spins the timing noise was learned from
-        self.lr = log(_B_OVER_VC)  # log of b/v_c, shared by wheels: mean, variance, count
+        self.lr = log(_B_OVER_VC)  # log r (_pass_call), shared by wheels: mean, variance,
         self.lrv = 0.0
-        self.nr = 0
+        self.nr = 0  # spins
         self.changes = 0.0  # wheel changes seen over the last _CHANGES_N spins or so
         self._t = array("f", bytes(4 * _PASSES))  # pass times, s from the first pass
         self._tp = array("f", bytes(4 * _MAX_AHEAD))  # passes ahead: time (s from first),
@@ -512,7 +512,7 @@ class Predictor:
         several wheels): the ball then leaves where a lap would lose a share r of its speed^2
         that wheels share (DESIGN.md: last laps some 15 % longer than the one before), or,
         while this spin shows no friction of its own, at a drop speed as wheels in general
-        have. This spin's friction weighs them against each other; _decide mixes them."""
+        have. This spin's slowing weighs them against each other; _decide mixes them."""
         pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
         # a wheel whose drag no spin has shown yet: fitted too
         lam_a = 0.0 if self.drag_spins else pn * self._pa
@@ -540,9 +540,9 @@ class Predictor:
                 g = 1.0 - fs[2]
                 lost = g * v + fs[1]
                 vb = fs[3] * _quad(g, 1.0, -v, *fs[4:10]) / (lost * lost)
-                lw = (1.0 - self.a) * v + b0
-                d = log(lost / lw)
-                vw = sd * sd * b0 * b0 / (lw * lw) + vb
+                lost_w = (1.0 - self.a) * v + b0
+                d = log(lost / lost_w)
+                vw = sd * sd * b0 * b0 / (lost_w * lost_w) + vb
                 dn = log(lost / bn)
                 vn = sdn2 + vb
                 lw = p * exp(-0.5 * d * d / vw) / sqrt(vw)

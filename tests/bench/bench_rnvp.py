@@ -10,10 +10,12 @@ as it goes), with the figure after the first 4 spins of each file beside it:
 - the same generator with DESIGN.md's last lap ~15 % longer than the one before (lapgen's
   own makes it ~11 %), on 4 wheels of 0.7-1.4 s: their fast wheels' spins are short;
 - `rmc.sim` sessions (the calibrated simulator's wheel): 8 × 40 spins, exact passes, 10 ms,
-  and 20 ms on the last 8 laps only.
+  and 20 ms on the last 8 laps only; and laps clocked from video (passes on 25 fps frames,
+  after 15 ms of hand jitter), on the simulator and on lapgen at DESIGN.md's growth.
 Then the same lapgen wheels in one file, as a table whose ball or wheel is changed or a file
 of several tables would give them: each wheel's spins in turn, and all of them shuffled; and
-the simulator's wheels of other drop speeds, one file each and in turn.
+the simulator's wheels of other drop speeds, one file each and in turn; and each spin in a
+file of its own (a predictor that has learned nothing).
 Also the predictor's cost per ball pass, under CPython and MicroPython.
 """
 
@@ -92,7 +94,25 @@ def datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
     ):
         files = [(simulate_laps(seed, 40, jitter_s=jitter, last=last), {}) for seed in range(8)]
         out.append((f"rmc.sim, no prior, {label}", files))
+    # laps clocked from video: every pass on a frame of 1/25 s, plus 15 ms of hand jitter
+    rng = random.Random(25)
+    sim = [[video(sp, rng) for sp in simulate_laps(seed, 40)] for seed in range(8)]
+    out.append(("rmc.sim, video at 25 fps + 15 ms", [(f, {}) for f in sim]))
+    design = [lapgen_file(L, s, 0.0, growth=(1.28, 1.38)) for L, s in DESIGN_WHEELS]
+    files = [([video(sp, rng) for sp in f], {}) for f in design]
+    out.append(("lapgen, last lap +15 %, video 25 fps + 15 ms", files))
     return out
+
+
+def video(laps: list[float], rng: random.Random, fps: int = 25, jitter_s: float = 0.015) -> list:
+    """The laps as clocked from video: each pass timed to the frame it falls in (the
+    frames' phase at random), after a hand's jitter; a lap never shorter than a frame."""
+    t = [0.0]
+    for lap in laps:
+        t.append(t[-1] + lap)
+    phase = rng.random()
+    frames = [round((x + rng.gauss(0.0, jitter_s)) * fps + phase) for x in t]
+    return [max(1, frames[i + 1] - frames[i]) / fps for i in range(len(laps))]
 
 
 def mixed_datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
@@ -107,6 +127,7 @@ def mixed_datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
             mixed = list(spins)
             random.Random(1).shuffle(mixed)
             out.append((f"{name} shuffled, {noise * 1000:.0f} ms", [(mixed, {})]))
+            out.append((f"{name}, each spin alone, {noise * 1000:.0f} ms", alone(spins)))
     # the simulator's wheels of other drop speeds (tan of the drop angle spread 0.45 from
     # wheel to wheel, last laps 0.8-1.5 s), the same ball friction on all
     params = Params(wheel_spread=0.45)
@@ -115,7 +136,13 @@ def mixed_datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
         out.append((f"rmc.sim, 8 wheels, one file each, {label}", [(f, {}) for f in files]))
         spins = [sp for f in files for sp in f]
         out.append((f"rmc.sim, 8 wheels in turn, {label}", [(spins, {})]))
+        out.append((f"rmc.sim, 8 wheels, each spin alone, {label}", alone(spins)))
     return out
+
+
+def alone(spins: list) -> list[tuple[list, dict]]:
+    """Each spin in a file of its own: a predictor that has learned nothing."""
+    return [([sp], {}) for sp in spins]
 
 
 def table(title: str, sets, rows: dict) -> tuple[Table, int]:
@@ -132,7 +159,7 @@ def table(title: str, sets, rows: dict) -> tuple[Table, int]:
             str(n),
             str(late),
             f"{within} ({100 * within / n:.0f} %)",
-            f"{within_w}/{n_w} ({100 * within_w / n_w:.0f} %)",
+            f"{within_w}/{n_w} ({100 * within_w / n_w:.0f} %)" if n_w else "-",
         )
     return t, late_total
 
