@@ -94,6 +94,25 @@ def test_table_output(tmp_path, capsys) -> None:
     assert "5 spins" in out and "median lead" in out
 
 
+def test_a_second_wheel_is_shown(tmp_path, capsys) -> None:
+    # a slow wheel's spins, then a fast one's: the first fast spin shows the change
+    slow = lapgen.Wheel(lapgen.Rng(11), 1.6)
+    fast = lapgen.Wheel(lapgen.Rng(3), 0.8)
+    spins = [lapgen.laps(slow.spin(noise_s=0.0)) for _ in range(6)]
+    spins += [lapgen.laps(fast.spin(noise_s=0.0)) for _ in range(4)]
+    f = _write(tmp_path / "laps.csv", spins)
+    assert main(["rnvp", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "learned afresh from there: spin 7\n" in out, out
+    data = _run_json(capsys, str(f))
+    assert data["summary"]["late"] == 0
+    assert all(set(s) == set(data["spins"][0]) for s in data["spins"])  # keys as fixed
+    # one wheel throughout: no change shown
+    f = _write(tmp_path / "one.csv", _wheel_spins(10))
+    assert main(["rnvp", str(f)]) == 0
+    assert "learned afresh" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "text",
     ["0.6,abc,0.7\n", "0.6,-0.5\n", "0.6,nan\n", "0.6,0.7,1e9\n"],

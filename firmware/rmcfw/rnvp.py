@@ -137,6 +137,7 @@ class Predictor:
         self.lrv = 0.0
         self.nr = 0  # spins
         self.changes = 0.0  # wheel changes seen over the last _CHANGES_N spins or so
+        self.wheels = 1  # wheels learned since power-up (1 + the changes seen)
         self._t = array("f", bytes(4 * _PASSES))  # pass times, s from the first pass
         self._tp = array("f", bytes(4 * _MAX_AHEAD))  # passes ahead: time (s from first),
         self._st = array("f", bytes(4 * _MAX_AHEAD))  # its standard error (s),
@@ -850,6 +851,7 @@ class Predictor:
     def forget_wheel(self):
         """Start learning a new wheel: its drop speed, friction and drag. The timing noise
         (the clocking's) and r (shared by wheels) stay."""
+        self.wheels += 1
         self.learned = 0
         self.nb = 0
         self.lb = self.lbv = 0.0

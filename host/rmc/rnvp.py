@@ -3,7 +3,9 @@
 One spin per line of a LAPS.csv file: the ball's successive revolution times in seconds, the
 last one the last full lap before the ball left the track. The predictor runs exactly as on
 the table: after each pass it sets a deadline; the call happens at that deadline if the next
-pass has not come first. It learns the wheel from spin to spin, in file order.
+pass has not come first. It learns the wheel from spin to spin, in file order, and learns
+afresh after a spin whose laps show another wheel (a file of several wheels, a ball or wheel
+changed).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class SpinCall:
     lead_s: float | None  # last_pass_s - rnvp_s
     late: bool  # called after the last pass, or never
     why: str | None  # "fit" or "limit"
+    new_wheel: bool = False  # this spin's laps showed another wheel: it is learned afresh
 
     def as_dict(self) -> dict:
         return {
@@ -81,9 +84,11 @@ def replay(spins: Iterable[list[float]], lead_s: float = 1.0, **options) -> list
                 drop, why = p.drop_s, p.why
             p.lap(passes[k])
         last = passes[-1] / 1e6
+        wheels = p.wheels
         p.learn_drop()
         late = call is None or call > last
-        out.append(SpinCall(i, call, drop, last, None if call is None else last - call, late, why))
+        lead = None if call is None else last - call
+        out.append(SpinCall(i, call, drop, last, lead, late, why, p.wheels != wheels))
     return out
 
 

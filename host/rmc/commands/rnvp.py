@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     for col in ("spin", "laps", "called at s", "predicted drop s", "last pass s", "lead s", ""):
         t.add_column(col, justify="right")
     for c, laps in zip(calls, spins, strict=True):
+        note = "[red]LATE[/red]" if c.late else (c.why or "")
+        if c.new_wheel:
+            note += " [yellow]new wheel[/yellow]"
         t.add_row(
             str(c.spin),
             str(len(laps)),
@@ -61,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             _f(c.predicted_drop_s),
             _f(c.last_pass_s),
             _f(c.lead_s),
-            "[red]LATE[/red]" if c.late else (c.why or ""),
+            note.strip(),
         )
     con = Console()
     con.print(t)
@@ -71,6 +74,12 @@ def run(args: argparse.Namespace) -> int:
         f"median lead {_f(total['median_lead_s'])} s, "
         f"{within} within ±0.5 s of the lead asked"
     )
+    changed = [str(c.spin) for c in calls if c.new_wheel]
+    if changed:
+        con.print(
+            "laps of another wheel, learned afresh from there: spin " + ", ".join(changed),
+            highlight=False,
+        )
     return 0
 
 
