@@ -822,14 +822,16 @@ class Predictor:
             return False
         lo = log(nxt)
         hi = log(last)
+        s2 = self._rss / (n - 2)  # the pass-time variance, and the bracket's own error
+        ev = s2 * self._cww / (last * last)
         c, sc2 = self._belief()
-        sc = _sd(sc2)
+        sc = _sd(sc2 + ev)
         same = _cdf((hi - c) / sc) - _cdf((lo - c) / sc)
-        sn = _SD_WHEELS
+        sn = sqrt(_SD_WHEELS * _SD_WHEELS + ev)
         new = _cdf((hi - self._c0) / sn) - _cdf((lo - self._c0) / sn)
         if self.nb:
             lb = log(b)
-            err = self._cbb * self._rss / (n - 2) / (b * b)
+            err = self._cbb * s2 / (b * b)
             b0, sd = self.b_prior()
             vw = sd * sd + err
             d = lb - log(b0)
