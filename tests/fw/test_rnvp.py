@@ -299,7 +299,7 @@ def test_random_laps_never_crash():
         assert 0.8 <= p.a <= 1.0 and p.noise >= 0 and p.lbv >= 0
 
 
-def _wheels_in_turn(wheels, noise_s, spins=12):
+def _wheels_in_turn(wheels, noise_s, spins=12, growth=(1.15, 1.22)):
     """Spins of several wheels, one after the other (a ball or wheel changed, a file of
     several tables): (spins called within, late, spins, wheels learned afresh)."""
     p = rnvp.Predictor(lead_s=1.0)
@@ -308,9 +308,11 @@ def _wheels_in_turn(wheels, noise_s, spins=12):
     p.forget_wheel = lambda: forgot.append(1) or forget()
     n = within = late = 0
     for last_lap_s, seed in wheels:
-        w = lapgen.Wheel(lapgen.Rng(seed), last_lap_s)
+        w = lapgen.Wheel(lapgen.Rng(seed), last_lap_s, growth=growth)
         for i in range(spins):
             t = w.spin(noise_s=noise_s, keep=None if i % 3 else 5 + i % 6)
+            if len(t) < 5:
+                continue  # void (decree: fewer than 4 revolutions)
             call, _ = replay(p, t)
             n += 1
             if call is None or call > t[-1]:
@@ -339,3 +341,7 @@ def test_one_wheel_is_not_taken_for_several():
     for noise_s in (0.0, 0.01, 0.02):
         _, late, _, forgot = _wheels_in_turn(((1.1, 5),), noise_s, spins=36)
         assert late == 0 and forgot == 0, (noise_s, late, forgot)
+    # short noisy spins: the fit's own error widens the drop speed's bracket (it once
+    # started this wheel afresh)
+    _, late, _, forgot = _wheels_in_turn(((1.4, 3),), 0.02, spins=36, growth=(1.28, 1.38))
+    assert late == 0 and forgot == 0, (late, forgot)
