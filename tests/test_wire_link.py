@@ -13,6 +13,7 @@ import pytest
 
 from rmc.framegen import ScriptedTable
 from rmc.link import Link
+from rmc.trace import wheel_id
 from rmcfw import proto
 from rmcfw.commands import Wire
 from rmcfw.frames import Encoder
@@ -92,7 +93,7 @@ class Bench:
             Encoder("T01", self.boot_no, self.key), journal, self.up.write, key=self.key
         )
         self.wire.ms = int(self.t * 1000)
-        self.wire.boot("0.1.0", "0" * 16, "power", prev=prev)
+        self.wire.boot("0.1.0", wheel_id(), "power", prev=prev)
 
     def emit(self, ftype: str, fields: tuple) -> None:
         self.wire.emit(ftype, fields)

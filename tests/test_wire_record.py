@@ -13,6 +13,7 @@ import time
 
 from rmc.cli import main
 from rmc.framegen import ScriptedTable
+from rmc.trace import wheel_id
 from rmcfw.commands import Wire
 from rmcfw.frames import Encoder
 from rmcfw.journal import Journal
@@ -52,7 +53,7 @@ class Table(threading.Thread):
                 write(line)
             self._serve(conn, wire)
 
-        wire.boot("0.1.0", "0" * 16, "power")
+        wire.boot("0.1.0", wheel_id(), "power")
         t = ScriptedTable(emit, seed=5, revs=5)
         t.session(12)
         self.results = t.results

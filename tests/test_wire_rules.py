@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from rmc.checker import RULES, Checker
 from rmc.framegen import ScriptedTable, result_fields
+from rmc.trace import default_wheel, wheel_id
 from rmcfw import proto
 from rmcfw.frames import Encoder
+from rmcfw.frames import wheel_id as fw_wheel_id
 
 
 class Script:
@@ -158,6 +160,22 @@ def test_bad_fields_are_violations_not_crashes():
     s.emit(proto.T_LAUNCH, ("spin", "one", "rdir", "cw", "bdir", "ccw"))
     s.emit(proto.T_LAUNCH, ("spin", 2))
     assert s.rules() == ["bad_field", "bad_field"]
+
+
+def test_a_board_with_another_wheel_definition():
+    # the board's BOOT carries the id of the pocket order it was given (rmc.trace.wheel_id)
+    s = _session(2)
+    c = Checker(wheel=wheel_id())
+    c.feed_many(s.lines)
+    assert c.report().violations == []
+    swapped = list(default_wheel()["pockets"])
+    swapped[0], swapped[1] = swapped[1], swapped[0]  # two pockets wired the other way round
+    c = Checker(wheel=wheel_id({"pockets": swapped}))
+    c.feed_many(s.lines)
+    assert [v["rule"] for v in c.report().violations] == ["wheel"]
+    # the firmware computes the same id from the same labels
+    assert wheel_id() == fw_wheel_id(tuple(str(x) for x in default_wheel()["pockets"]))
+    assert wheel_id({"pockets": []}) is None and wheel_id({"name": "unknown"}) is None
 
 
 def test_every_rule_has_a_test_here():

@@ -405,7 +405,8 @@ def _same(a, b):
     return d == 0
 
 
-def wheel_hash(data):
-    """The wheel definition's id in BOOT frames and trace headers: 16 hex digits of the
-    SHA-256 of the wheel file's bytes (hardware/wheel.json as deployed)."""
-    return binascii.hexlify(hashlib.sha256(data).digest()[:8]).decode()
+def wheel_id(labels):
+    """The wheel definition's id in BOOT frames: 16 hex digits of the SHA-256 of its pocket
+    labels in channel order, comma-joined. That order maps a pocket sensor to a number: a
+    board given another order would announce other numbers, so the host checks the id."""
+    return binascii.hexlify(hashlib.sha256(",".join(labels).encode()).digest()[:8]).decode()

@@ -10,16 +10,10 @@
 #   t.handle(cmd, fields) -> (ok, detail)  # host commands (the wire's handler signature)
 #
 # Times are microseconds on the ticks_us clock (rmcfw.ticks: wrapped to 30 bits).
-import binascii
-
 from rmcfw import ball, channels, config, pockets, proto, rnvp, rotor, spin, store, ticks
+from rmcfw.frames import wheel_id
 
 FW = "rmcfw-1.0"
-
-
-def wheel_id(labels):
-    """Short id of a wheel definition (pocket order): CRC-32 of its labels."""
-    return "%08x" % (binascii.crc32(",".join(labels).encode()) & 0xFFFFFFFF)
 
 
 class Table:

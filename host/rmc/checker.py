@@ -40,6 +40,7 @@ from rmcfw import numbers, proto
 RULES = {
     "conflict": "two different frames under one (boot, seq)",
     "table": "frame from another table",
+    "wheel": "board booted with another wheel definition (pocket order) than the one expected",
     "rotor_not_reversed": "result of a spin whose rotor turned the same way as the spin before",
     "ball_with_rotor": "result of a spin whose ball was launched the rotor's way",
     "few_revs": "result after fewer than 4 ball revolutions",
@@ -144,9 +145,14 @@ class Report:
 class Checker:
     """Frame stream checker. key: the table's HMAC key (bytes) or None."""
 
-    def __init__(self, key: bytes | None = None, table: str | None = None) -> None:
+    def __init__(
+        self, key: bytes | None = None, table: str | None = None, wheel: str | None = None
+    ) -> None:
+        """wheel: the wheel id (rmc.trace.wheel_id) the board's BOOT frames must carry;
+        None: not checked."""
         self.verifier = Verifier(key) if key else None
         self.table = table
+        self.wheel = wheel
         self.frames: dict[tuple[int, int], Frame] = {}
         self.rx: dict[tuple[int, int], float | None] = {}  # host receive time per frame
         self._displaced = 0  # untagged frames replaced by the tagged frame of the same key
@@ -404,6 +410,13 @@ class Checker:
             r.violations.append(_v(f, "table", f"frame of table {f.table!r}"))
         for f in self._conflicts:
             r.violations.append(_v(f, "conflict", "differs from the frame first received"))
+        if self.wheel is not None:
+            for f in self._boots:
+                if (f.boot, f.seq) in frames:
+                    got = f.fields.get("wheel")
+                    if got != self.wheel:
+                        detail = f"wheel id {got!r}, expected {self.wheel!r}"
+                        r.violations.append(_v(f, "wheel", detail))
         if frames is self.frames and self._in_order:
             _Rules(r).run(frames.values())
         else:
@@ -654,13 +667,14 @@ def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Che
     Raises TraceError when the input is unusable: empty, a trace without a valid header, or
     a capture in which no frame start appears at all.
     """
-    from rmc.trace import TraceError, looks_like_trace, parse_trace
+    from rmc.trace import TraceError, looks_like_trace, parse_trace, wheel_id
 
     if not data.strip():
         raise TraceError("empty input")
     if looks_like_trace(data[:65536]):
         trace = parse_trace(data)
-        checker = Checker(key, table=None)
+        # the board must run the wheel definition the trace says it was given
+        checker = Checker(key, table=None, wheel=wheel_id(trace.header.get("wheel")))
         checker.feed_many(line for line, _ in trace.frame_lines())
         report = checker.report()
         report.trace_errors = trace.errors  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 
+from rmc.trace import wheel_id
 from rmcfw import numbers, proto
 from rmcfw.frames import Encoder
 
@@ -36,7 +37,9 @@ class ScriptedTable:
         self.results: list[tuple[int, str]] = []
         self.voids: list[tuple[int, str]] = []
 
-    def boot(self, fw: str = "0.1.0", wheel: str = "0" * 16, prev: str = "-") -> None:
+    def boot(self, fw: str = "0.1.0", wheel: str | None = None, prev: str = "-") -> None:
+        if wheel is None:
+            wheel = wheel_id() or ""  # hardware/wheel.json's, as a deployed board's
         self.emit(
             proto.T_BOOT, ("fw", fw, "wheel", wheel, "reset", "power", "faults", "", "prev", prev)
         )

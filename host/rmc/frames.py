@@ -13,7 +13,7 @@ import re
 import zlib
 from typing import NamedTuple
 
-from rmcfw.frames import TAG_BYTES, AuthError, CrcError, FrameError, load_key, wheel_hash
+from rmcfw.frames import TAG_BYTES, AuthError, CrcError, FrameError, load_key, wheel_id
 
 __all__ = [
     "AuthError",
@@ -23,7 +23,7 @@ __all__ = [
     "Verifier",
     "decode",
     "load_key",
-    "wheel_hash",
+    "wheel_id",
 ]
 
 _crc32 = zlib.crc32

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rmc import HARDWARE_DIR
-from rmcfw.frames import wheel_hash
+from rmcfw.frames import wheel_id as _labels_id
 
 FORMAT = "rmc-trace/1"
 KINDS = ("header", "frame", "sensor", "truth", "bet", "power", "command", "note", "slingshot")
@@ -57,9 +57,16 @@ def default_wheel() -> dict[str, Any]:
     return json.loads((HARDWARE_DIR / "wheel.json").read_text())
 
 
-def wheel_id(path: Path | None = None) -> str:
-    """The wheel hash of a wheel file (default hardware/wheel.json), as in BOOT frames."""
-    return wheel_hash((path or HARDWARE_DIR / "wheel.json").read_bytes())
+def wheel_id(wheel: Any = None) -> str | None:
+    """The id a board given this wheel definition sends in its BOOT frames: a wheel.json
+    as a dict (a trace header's `wheel`), or None for hardware/wheel.json; None for a wheel
+    without pockets (an import's "unknown")."""
+    if wheel is None:
+        wheel = default_wheel()
+    pockets = wheel.get("pockets") if isinstance(wheel, dict) else None
+    if not isinstance(pockets, list) or not pockets:
+        return None
+    return _labels_id([str(x) for x in pockets])
 
 
 def make_header(

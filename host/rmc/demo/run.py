@@ -462,7 +462,7 @@ def _trace_times(
     """Each line's instant on the simulated session's clock (ms from its t = 0).
 
     A frame's virtual instant is its boot's instant plus its `ms` stamp (the rig's own
-    mapping, `VirtualRig._virtual_times`); from there, the segment fed last before it gives
+    mapping, `VirtualRig.virtual_times`); from there, the segment fed last before it gives
     the session time (frames during an idle wait take the next command's instant).
 
     Measured at speed 0, the edges of a feed play 10-40 ms before the `base_us` the board
@@ -470,7 +470,7 @@ def _trace_times(
     frames: a LAUNCH is sent within a millisecond of the ball's first pass after the release
     (`launch_edges`, from the simulator's edges), the median difference is that segment's
     offset. Segments without a launch keep their reported base."""
-    virtual = VirtualRig(vb)._virtual_times(received, 0.0, 0.0, 0.0)
+    virtual = VirtualRig(vb).virtual_times(received, 0.0, 0.0, 0.0)
     placed: list[tuple[int, float, bytes]] = []  # (segment, session us, line)
     for v_ms, line in virtual:
         v_us = v_ms * 1000

@@ -130,7 +130,7 @@ class VirtualRig:
         finally:
             received = reader.stop()
             port.close()
-        lines = self._virtual_times(received, base, t0, speed)
+        lines = self.virtual_times(received, base, t0, speed)
         cmp = compare(trace.records, lines, self.tolerances, key=key)
         result = RunResult(stats, cmp, lines)
         result.commands = list(self._sent)
@@ -165,10 +165,12 @@ class VirtualRig:
             stats.instants += 1
         return stats
 
-    def _virtual_times(
+    def virtual_times(
         self, received: list[Any], base: float, t0: float, speed: float
     ) -> list[tuple[float, bytes]]:
-        """(rx_ms from trace t = 0 on the virtual clock, line) for every line received."""
+        """(rx_ms from trace t = 0 on the virtual clock, line) for every line received: a
+        frame at its boot's instant plus its `ms` stamp, any other line at its arrival (wall
+        time since t0, times the speed). The demo places its frames by the same mapping."""
         boots = [e["t_us"] for e in self.vb.events if e.get("event") == "boot"]
         fw_boots: list[int] = []
         decoded = []
