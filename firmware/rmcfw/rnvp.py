@@ -761,15 +761,10 @@ class Predictor:
         if self.learn_drag and laps >= 6:
             self._learn_drag(laps)
         a = self.a
-        f = self._state(a)
+        f = self._spin_fit(laps)
         if f is None:
             return False
-        u, b = f
-        n = laps if laps < self.recent else self.recent
-        f = self._refine(a, (u + a * u - b) / 2, b, n)
-        if f is None:
-            return False
-        last, b = f  # speed^2 at the last pass
+        last, b, n = f  # speed^2 at the last pass, friction, laps fitted
         if n >= _LEARN_LAPS:
             kn = 1.0 / (self.nn + 1) if self.nn < 3 else 0.25
             self.noise += kn * (self._rss / (n - 2) - self.noise)
@@ -803,20 +798,29 @@ class Predictor:
         self._estimate(min(self.learned, _SPINS))
         return True
 
+    def _spin_fit(self, laps):
+        """(speed^2 at the last pass, friction, laps fitted): the spin just ended, fitted
+        with the wheel's drag over its last laps (up to `recent`), or None."""
+        a = self.a
+        f = self._state(a)
+        if f is None:
+            return None
+        u, b = f
+        n = laps if laps < self.recent else self.recent
+        f = self._refine(a, (u + a * u - b) / 2, b, n)
+        if f is None:
+            return None
+        return f[0], f[1], n
+
     def _changed(self, laps):
         """Whether the spin just ended was, beyond doubt, on another wheel than the one
         learned (a ball or wheel changed, a file of several wheels): its friction and the
         bracket of its drop speed, likely on wheels in general, unlikely on this one."""
         a = self.a
-        f = self._state(a)
+        f = self._spin_fit(laps)
         if f is None:
             return False
-        u, b = f
-        n = laps if laps < self.recent else self.recent
-        f = self._refine(a, (u + a * u - b) / 2, b, n)
-        if f is None:
-            return False
-        last, b = f
+        last, b, n = f
         nxt = a * last - b
         if not (b > 0 and 0 < nxt < last):
             return False
