@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from rmc.checker import RULES, Checker
-from rmc.framegen import ScriptedTable, result_fields
-from rmc.trace import default_wheel, wheel_id
+from rmc.checker import RULES, Checker, check_bytes
+from rmc.framegen import ScriptedTable, result_fields, session_lines
+from rmc.trace import TraceWriter, default_wheel, make_header, wheel_id
 from rmcfw import proto
 from rmcfw.frames import Encoder
 from rmcfw.frames import wheel_id as fw_wheel_id
@@ -176,6 +176,23 @@ def test_a_board_with_another_wheel_definition():
     # the firmware computes the same id from the same labels
     assert wheel_id() == fw_wheel_id(tuple(str(x) for x in default_wheel()["pockets"]))
     assert wheel_id({"pockets": []}) is None and wheel_id({"name": "unknown"}) is None
+
+
+def test_a_trace_expects_the_wheel_its_header_names(tmp_path):
+    # `rmc check TRACE`: the board must have booted with the wheel the trace records
+    lines, _ = session_lines(3)
+    swapped = dict(default_wheel())
+    pockets = list(swapped["pockets"])
+    pockets[5], pockets[6] = pockets[6], pockets[5]
+    swapped["pockets"] = pockets
+    for wheel, expected in ((None, []), (swapped, ["wheel"]), ("unknown", [])):
+        path = tmp_path / "t.jsonl"
+        w = TraceWriter(path, make_header("T01", "record", wheel=wheel))
+        for line in lines:
+            w.frame(line, 0.0)
+        w.close()
+        report, kind, _ = check_bytes(path.read_bytes())
+        assert kind == "trace" and [v["rule"] for v in report.violations] == expected
 
 
 def test_every_rule_has_a_test_here():
