@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 from rmc.checker import RULES, Checker, check_bytes
 from rmc.framegen import ScriptedTable, result_fields, session_lines
 from rmc.trace import TraceWriter, default_wheel, make_header, wheel_id
@@ -173,6 +175,13 @@ def test_a_board_with_another_wheel_definition():
     c = Checker(wheel=wheel_id({"pockets": swapped}))
     c.feed_many(s.lines)
     assert [v["rule"] for v in c.report().violations] == ["wheel"]
+    # a BOOT whose fields do not parse carries no id: flagged, not a crash
+    bad = Script()
+    body = b"$1,T01,1,1,0,BOOT,fw=a,fw=b"  # a field name twice
+    bad.lines[0] = body + b"*%08x" % zlib.crc32(body)
+    c = Checker(wheel=wheel_id())
+    c.feed_many(bad.lines)
+    assert "wheel" in [v["rule"] for v in c.report().violations]
     # the firmware computes the same id from the same labels
     assert wheel_id() == fw_wheel_id(tuple(str(x) for x in default_wheel()["pockets"]))
     assert wheel_id({"pockets": []}) is None and wheel_id({"name": "unknown"}) is None

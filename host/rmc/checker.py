@@ -413,7 +413,10 @@ class Checker:
         if self.wheel is not None:
             for f in self._boots:
                 if (f.boot, f.seq) in frames:
-                    got = f.fields.get("wheel")
+                    try:
+                        got = f.fields.get("wheel")
+                    except FrameError:
+                        got = None  # fields that do not parse: no id either
                     if got != self.wheel:
                         detail = f"wheel id {got!r}, expected {self.wheel!r}"
                         r.violations.append(_v(f, "wheel", detail))
