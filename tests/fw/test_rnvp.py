@@ -324,7 +324,7 @@ def _wheels_in_turn(wheels, noise_s, spins=12, growth=(1.15, 1.22)):
 
 def test_a_changed_wheel_is_not_taken_for_the_one_learned():
     # A slow wheel, then a faster one: the learned drop speed would call the fast wheel's
-    # first spins after their last pass. Their own friction shows the change (_pass_call);
+    # first spins after their last pass. Their own slowing shows the change (_pass_call);
     # the spin's whole laps then start the new wheel afresh (_changed).
     within, late, n, forgot = _wheels_in_turn(((1.6, 11), (1.1, 5), (1.9, 2), (0.8, 3)), 0.0)
     assert late == 0, (late, n)
