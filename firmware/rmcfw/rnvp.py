@@ -24,6 +24,8 @@
 # call just before it is within for the pass after it (laps up to ~1.4 s): the doubt then
 # costs little. Short or noisy series borrow the friction b, the drag a and the timing noise
 # of the wheel's earlier spins as priors, each weighed by how well those spins told it.
+# Whole spins also tell whether the timing noise is on each pass (sensors, video frames) or on
+# each lap (laps clocked one by one): a pass call then fits the pass times, or the lap times.
 from array import array
 from math import exp, log, sqrt
 
@@ -66,6 +68,7 @@ _LEARN_LAPS = const(4)  # a spin of that many laps teaches the timing noise...
 _B_LAPS = const(6)  # ... and of that many the friction
 _NOISE_DOF = 6  # the noise seen in whole spins weighs as that many laps of this one
 _LB_VAR_MIN = 0.0025  # (5 %)^2: the friction varies at least that much from spin to spin
+_FORGET_B = 0.875  # per spin, the weight left to what earlier spins said of the friction
 _SD_WHEELS = 0.6  # log v_c across wheels (last laps of 0.6-2 s)
 # the friction per lap over the drop speed^2 that a last lap some 15 % longer than the one
 # before implies (DESIGN.md: b/v at the last pass 0.38, so 0.38-0.6 of v_c; the simulator's
@@ -80,6 +83,13 @@ _CHANGES = 0.0001  # share of spins on another wheel than the one learned, none 
 _CHANGES_N = 16  # the changes seen are counted over about that many spins
 # a spin was on another wheel when its whole laps make the learned one this unlikely
 _CHANGED = 0.01
+# The timing noise's kind: an error on each pass time (sensors, video frames: a lap shares its
+# errors with its neighbours), or on each lap (laps clocked one by one), where a fit of the pass
+# times claims some 3 times too little variance. Whole spins tell which by the likelihood of
+# their laps under each (log ratio, laps over passes), summed over the last spins; the passes'
+# kind is assumed until the spins say otherwise.
+_LAPS_LL = -4.0
+_FORGET_LL = 0.9
 WHY_FIT = "fit"
 WHY_LIMIT = "limit"
 
@@ -131,12 +141,15 @@ class Predictor:
         self.learned = 0  # spins learned from
         self.lb = 0.0  # log of the friction b of this wheel's spins: mean, variance, count
         self.lbv = 0.0
+        self.lbw = 0.0  # precision of lb (the spins' weights)
         self.nb = 0
         self.nn = 0  # spins the timing noise was learned from
         self.lr = log(_B_OVER_VC)  # log r (_pass_call), shared by wheels: mean, variance,
         self.lrv = 0.0
         self.nr = 0  # spins
         self.changes = 0.0  # wheel changes seen over the last _CHANGES_N spins or so
+        self.laps_ll = _LAPS_LL  # the noise is on each lap rather than each pass: log ratio
+        self._lap_noise = False  # a pass call fits the lap times (laps_ll > 0)
         self.wheels = 1  # wheels learned since power-up (1 + the changes seen)
         self._t = array("f", bytes(4 * _PASSES))  # pass times, s from the first pass
         self._tp = array("f", bytes(4 * _MAX_AHEAD))  # passes ahead: time (s from first),
@@ -264,7 +277,7 @@ class Predictor:
         b = (scc * sdu - scd * scu) / det
         return u, b
 
-    def _refine(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0):
+    def _refine(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0, lap_noise=False):
         """(w, b) fitted to the last k+1 pass times themselves, from a first guess, or None.
 
         Lap times are differences of noisy passes, so neighbouring laps share an error; the
@@ -278,7 +291,9 @@ class Predictor:
         wheel's spins had, which short noisy series cannot tell from their own laps.
         lam_a > 0: the drag is fitted too, with the given a as its prior (variance
         (pass-time variance)/lam_a): a wheel not yet learned, or drifting, is then not
-        taken for a known one."""
+        taken for a known one.
+        lap_noise: the noise is on each lap instead (laps clocked one by one): the lap times
+        are fitted, with no offset; the covariance factors are then times a lap's variance."""
         last = self.passes - 1
         a0 = a
         m = self._m
@@ -295,23 +310,46 @@ class Predictor:
             gw = 1.0  # dv/dw, dv/db, dv/da of the speed^2 at that pass
             gb = ga = 0.0
             y0 = self._t[last]
+            rp = pw = pb = pa = 0.0  # the pass before's residual and derivatives
             for j in range(k + 1):
                 r = (self._t[last - j] - y0) - tau
-                s11 += dw * dw
-                s12 += dw * db
-                s13 += dw * da
-                s14 += dw
-                s22 += db * db
-                s23 += db * da
-                s24 += db
-                s33 += da * da
-                s34 += da
-                s44 += 1.0
-                r1 += dw * r
-                r2 += db * r
-                r3 += da * r
-                r4 += r
-                rss += r * r
+                if lap_noise:
+                    # each lap's own error: the lap times' residuals and derivatives
+                    if j:
+                        xw = pw - dw
+                        xb = pb - db
+                        xa = pa - da
+                        x = rp - r
+                        s11 += xw * xw
+                        s12 += xw * xb
+                        s13 += xw * xa
+                        s22 += xb * xb
+                        s23 += xb * xa
+                        s33 += xa * xa
+                        r1 += xw * x
+                        r2 += xb * x
+                        r3 += xa * x
+                        rss += x * x
+                    rp = r
+                    pw = dw
+                    pb = db
+                    pa = da
+                else:
+                    s11 += dw * dw
+                    s12 += dw * db
+                    s13 += dw * da
+                    s14 += dw
+                    s22 += db * db
+                    s23 += db * da
+                    s24 += db
+                    s33 += da * da
+                    s34 += da
+                    s44 += 1.0
+                    r1 += dw * r
+                    r2 += db * r
+                    r3 += da * r
+                    r4 += r
+                    rss += r * r
                 # one pass further back
                 vp = (v + b) * inv
                 if vp <= 0:
@@ -331,6 +369,8 @@ class Predictor:
                 gw = gwp
                 gb = gbp
                 ga = gap
+            if lap_noise:  # no offset
+                s44 = 1.0
             s22 += lam
             r2 += lam * (b0 - b)
             if lam_a > 0:
@@ -459,8 +499,32 @@ class Predictor:
             sc = self.sigma_c()
             sr2 = self.r_belief()[1] if self.nr else _SD_B_NEW * _SD_B_NEW
             return self._b_of(self.c, self.a), sqrt(sr2 + sc * sc)
-        v = self.lbv if self.lbv > _LB_VAR_MIN else _LB_VAR_MIN
-        return exp(self.lb), sqrt(v + v / self.nb)
+        return exp(self.lb), sqrt(self._lb_var() + 1.0 / self.lbw)
+
+    def _lb_var(self):
+        """The spin-to-spin variance of log b, at least _LB_VAR_MIN."""
+        return self.lbv if self.lbv > _LB_VAR_MIN else _LB_VAR_MIN
+
+    def _learn_b(self, b, err):
+        """The friction b of this wheel's spins: its log mean, each spin weighed by how
+        sharply it told it (err: its fit's variance of log b), so that short noisy spins move
+        it little and the mean's own error is known; and the spin-to-spin variance."""
+        lb = log(b)
+        w = 1.0 / (self._lb_var() + err)
+        if self.nb == 0:
+            self.lb = lb
+            self.lbw = w
+        else:
+            d = lb - self.lb
+            kb = 1.0 / (self.nb + 1) if self.nb < 7 else 0.125
+            # d scatters by the variation, this fit's error and the mean's own
+            self.lbv += kb * (d * d - err - 1.0 / self.lbw - self.lbv)
+            if self.lbv < 0:
+                self.lbv = 0.0
+            self.lbw *= _FORGET_B  # a wheel drifts: earlier spins count a little less
+            self.lb += d * w / (self.lbw + w)
+            self.lbw += w
+        self.nb += 1
 
     def r_belief(self):
         """(centre, variance) of log r, r the share of its speed^2 a ball at the drop speed
@@ -514,6 +578,7 @@ class Predictor:
         that wheels share (DESIGN.md: last laps some 15 % longer than the one before), or,
         while this spin shows no friction of its own, at a drop speed as wheels in general
         have. This spin's slowing weighs them against each other; _decide mixes them."""
+        self._lap_noise = self.laps_ll > 0
         pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
         # a wheel whose drag no spin has shown yet: fitted too
         lam_a = 0.0 if self.drag_spins else pn * self._pa
@@ -562,14 +627,19 @@ class Predictor:
         b, a, noise, cww, cwb, cbb, cwa, cba, caa, seen), or None for a ball not seen
         slowing; with unseen, then the friction it may have unseen (two standard errors
         over the fit) and seen False."""
+        lap_noise = self._lap_noise
+        if lap_noise:  # a lap's variance: twice a pass's (n0 comes from pass-time fits)
+            n0 *= 2.0
+            lam_a *= 2.0
         pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
-        f = self._refine(a, (u + a * u - b0) / 2, b0, k, b0, pn / (var_lb * b0 * b0), lam_a)
+        lam = pn / (var_lb * b0 * b0)
+        f = self._refine(a, (u + a * u - b0) / 2, b0, k, b0, lam, lam_a, lap_noise)
         if f is None:
             return None
         v, b = f
         # a few laps' scatter is itself scattered: pooled with whole spins' noise, or before
         # any spin with hand-clocked laps' (DESIGN.md: tens of ms)
-        dof = k - 2 if lam_a == 0 else k - 3  # pass times less parameters fitted
+        dof = k - 2 if lam_a == 0 else k - 3  # pass (or lap) times less parameters fitted
         noise = (self._rss + _NOISE_DOF * n0) / (dof + _NOISE_DOF)
         # the speed^2 lost per lap: a ball not seen slowing gets no prediction
         g = 1.0 - self.a_fit
@@ -621,7 +691,9 @@ class Predictor:
         n = 0
         while n < _MAX_AHEAD:
             tp[n] = t
-            st[n] = _sd(noise * (_quad(tw, tb, ta, *f[4:10]) + 1.0)) if n else 0.0
+            # the fit's error, and the pass's own (with lap noise: that of each lap to it)
+            own = n if self._lap_noise else 1
+            st[n] = _sd(noise * (_quad(tw, tb, ta, *f[4:10]) + own)) if n else 0.0
             void = self.passes + n <= _MIN_LAPS
             p_last = 0.0
             nxt_alive = 0.0
@@ -672,6 +744,7 @@ class Predictor:
                     tot += h[4]
                 for h in hy:
                     h[4] /= tot
+                nxt_alive = 1.0  # that pass comes (given), whatever the readings thought
             pl[n] = p_last  # the pass n ahead is the last one
             cum += p_last
             if first < 0 and cum > _RISK:
@@ -752,6 +825,7 @@ class Predictor:
         laps = self.passes - 1
         if laps < 3:
             return False
+        self._learn_noise_kind(laps)
         if (self.learned or self.nb) and laps >= _LEARN_LAPS:
             k = 1.0 - 1.0 / _CHANGES_N
             self.changes *= k
@@ -769,23 +843,8 @@ class Predictor:
             kn = 1.0 / (self.nn + 1) if self.nn < 3 else 0.25
             self.noise += kn * (self._rss / (n - 2) - self.noise)
             self.nn += 1
-            if b > 0 and (n >= _B_LAPS or self.nb == 0):
-                # the friction of this wheel's spins: its log mean and variance (less what
-                # the fit's own error adds to the scatter of its estimates). Shorter spins
-                # tell it poorly, but one does while none longer has: a wheel whose spins
-                # are all short still gets a friction of its own.
-                lb = log(b)
-                err = self._cbb * self._rss / (n - 2) / (b * b)
-                if self.nb == 0:
-                    self.lb = lb
-                else:
-                    d = lb - self.lb
-                    kb = 1.0 / (self.nb + 1) if self.nb < 7 else 0.125
-                    self.lb += kb * d
-                    self.lbv += kb * (d * d - err - self.lbv)
-                    if self.lbv < 0:
-                        self.lbv = 0.0
-                self.nb += 1
+            if b > 0:
+                self._learn_b(b, self._cbb * self._rss / (n - 2) / (b * b))
         nxt = a * last - b  # ... and at the pass that did not come
         if not 0 < nxt < last:
             return False  # a fit that does not slow down to a stop: nothing to learn
@@ -797,6 +856,27 @@ class Predictor:
         self.learned += 1
         self._estimate(min(self.learned, _SPINS))
         return True
+
+    def _learn_noise_kind(self, laps):
+        """Whether the timing noise is on each pass or on each lap: the spin's likelihood
+        under each, both fits having three parameters (speed, friction, and the pass times'
+        offset or the first pass). The drag is the one the earlier spins left: this spin's
+        own would take in much of a lap noise's drift. A drag off the mark bends the pass
+        times as a drift does, and may choose the laps' fit too: it is the safer one then
+        (lapgen's wheels at 20 ms: pass noise 0-14 spins of 36, lap noise 11-35, and none
+        on its fast wheel, whose spins are short)."""
+        f = self._spin_fit(laps)
+        if f is None or f[2] < _B_LAPS:
+            return
+        last, b, n = f
+        rp = self._rss
+        if rp < _NOISE_MIN * n or self._refine(self.a, last, b, n, lap_noise=True) is None:
+            return  # times too exact to tell
+        # the n laps, or the n pass times less the last one (whose own error the others
+        # share), are equally many and told the same way: their maximum likelihoods compare
+        if self._rss > 0:
+            ll = 0.5 * (n * log(rp / self._rss) + log(n + 1))
+            self.laps_ll = self.laps_ll * _FORGET_LL + ll
 
     def _spin_fit(self, laps):
         """(speed^2 at the last pass, friction, laps fitted): the spin just ended, fitted
@@ -860,7 +940,7 @@ class Predictor:
         self.wheels += 1
         self.learned = 0
         self.nb = 0
-        self.lb = self.lbv = 0.0
+        self.lb = self.lbv = self.lbw = 0.0
         self.a = _A_NEW
         self._pa = 1.0 / (_SD_A * _SD_A)
         self.drag_spins = 0
@@ -1036,10 +1116,11 @@ def export(p):
         "lo": [p._lo[i] for i in range(n)],
         "hi": [p._hi[i] for i in range(n)],
         "drag": [p._pa, p.drag_spins],  # precision of a, spins it came from
-        "b": [p.lb, p.lbv, p.nb],  # friction: log mean, log variance, spins
+        "b": [p.lb, p.lbv, p.nb, p.lbw],  # friction: log mean, variance, spins, precision
         "noise": [p.noise, p.nn],  # pass-time variance (s^2), spins
         "r": [p.lr, p.lrv, p.nr],  # log r (_pass_call): mean, variance, spins
         "changes": p.changes,  # wheel changes seen lately
+        "laps_ll": p.laps_ll,  # the timing noise's kind: on each lap rather than each pass
     }
 
 
@@ -1054,10 +1135,13 @@ def restore(p, data):
         a = float(data["a"])
         n = int(data["n"])
         pa, ka = data.get("drag", (1.0 / (_SD_A * _SD_A), 0))
-        lb, lbv, nb = data.get("b", (0.0, 0.0, 0))
+        b = data.get("b", (0.0, 0.0, 0))
+        lb, lbv, nb = b[:3]
+        lbw = float(b[3]) if len(b) > 3 else 0.0  # older formats: from the spins' count
         noise, nn = data.get("noise", (0.0, 0))
         lr, lrv, nr = data.get("r", (log(_B_OVER_VC), 0.0, 0))
         changes = float(data.get("changes", 0.0))
+        laps_ll = float(data.get("laps_ll", _LAPS_LL))
         lr = float(lr)
         lrv = float(lrv)
         nr = int(nr)
@@ -1072,9 +1156,11 @@ def restore(p, data):
         return False
     if not (_A_MIN <= a <= 1.0 and n >= 0 and 0 < pa < 1e30 and lbv >= 0 and noise >= 0):
         return False
-    if ka < 0 or nb < 0 or nn < 0 or not -20 < lb < 20:
+    if ka < 0 or nb < 0 or nn < 0 or not -20 < lb < 20 or not 0 <= lbw < 1e30:
         return False
     if nr < 0 or lrv < 0 or not -20 < lr < 20 or not 0 <= changes < 1e6:
+        return False
+    if not -1e6 < laps_ll < 1e6:
         return False
     for i in range(len(lo)):
         p._lo[i] = lo[i]
@@ -1086,11 +1172,13 @@ def restore(p, data):
     p.lb = lb
     p.lbv = lbv
     p.nb = nb
+    p.lbw = lbw if lbw > 0 else nb / p._lb_var()
     p.noise = noise
     p.nn = nn
     p.lr = lr
     p.lrv = lrv
     p.nr = nr
     p.changes = changes
+    p.laps_ll = laps_ll
     p._estimate(min(n, _SPINS))
     return True

@@ -6,7 +6,8 @@ Data sets, every spin counted from the first of each file (the predictor learns 
 as it goes), with the figure after the first 4 spins of each file beside it:
 - `tests/fw/lapgen.py`: 8 wheels whose last laps are 0.7-1.9 s, 36 spins each, two spins in
   three clocked only over their last 5-10 laps; timing noise 0, 10 and 20 ms per pass; with
-  no prior, and with the wheel's drop period known;
+  no prior, and with the wheel's drop period known; and 10 and 20 ms on each lap instead
+  (laps clocked one by one: the passes drift);
 - the same generator with DESIGN.md's last lap ~15 % longer than the one before (lapgen's
   own makes it ~11 %), on 4 wheels of 0.7-1.4 s: their fast wheels' spins are short;
 - `rmc.sim` sessions (the calibrated simulator's wheel): 8 × 40 spins, exact passes, 10 ms,
@@ -49,14 +50,20 @@ DESIGN_WHEELS = ((0.7, 7), (0.8, 3), (1.1, 5), (1.4, 3))
 
 
 def lapgen_file(
-    last_lap_s: float, seed: int, noise_s: float, spins: int = 36, growth=(1.15, 1.22)
+    last_lap_s: float,
+    seed: int,
+    noise_s: float,
+    spins: int = 36,
+    growth=(1.15, 1.22),
+    lap_noise_s: float = 0.0,
 ) -> list:
-    """One wheel's spins; those of fewer than 4 laps are left out (void: decree 1-7)."""
+    """One wheel's spins; those of fewer than 4 laps are left out (void: decree 1-7).
+    noise_s is on each pass, lap_noise_s on each lap (laps clocked one by one)."""
     w = lapgen.Wheel(lapgen.Rng(seed), last_lap_s, growth=growth)
     out = []
     for i in range(spins):
         keep = None if i % 3 else 5 + i % 6  # often only the last 5-10 laps are clocked
-        laps = lapgen.laps(w.spin(noise_s=noise_s, keep=keep))
+        laps = lapgen.laps(w.spin(noise_s=noise_s, keep=keep, lap_noise_s=lap_noise_s))
         if len(laps) >= 4:
             out.append(laps)
     return out
@@ -84,6 +91,9 @@ def datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
         out.append((f"lapgen, no prior, {noise * 1000:.0f} ms", files))
         prior = [(sp, {"drop_s": 1.07 * L}) for (sp, _), (L, _) in zip(files, WHEELS, strict=True)]
         out.append((f"lapgen, wheel's prior, {noise * 1000:.0f} ms", prior))
+    for noise in (0.01, 0.02):
+        files = [(lapgen_file(L, s, 0.0, lap_noise_s=noise), {}) for L, s in WHEELS]
+        out.append((f"lapgen, {noise * 1000:.0f} ms on each lap (not pass)", files))
     for noise in (0.0, 0.01, 0.02):
         files = [(lapgen_file(L, s, noise, growth=(1.28, 1.38)), {}) for L, s in DESIGN_WHEELS]
         out.append((f"lapgen, last lap +15 %, {noise * 1000:.0f} ms", files))

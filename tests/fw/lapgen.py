@@ -47,8 +47,10 @@ class Wheel:
         self.drag = rng.uniform(0.0, 0.06) if drag is None else drag
         self.growth = growth
 
-    def spin(self, noise_s=0.02, jitter=0.015, keep=None):
-        """Pass times (s, from the first kept pass) of one spin. keep: only the last laps."""
+    def spin(self, noise_s=0.02, jitter=0.015, keep=None, lap_noise_s=0.0):
+        """Pass times (s, from the first kept pass) of one spin. keep: only the last laps.
+        noise_s: an error on each pass time (sensors, video); lap_noise_s: one on each lap
+        (laps clocked one by one), so that the passes drift."""
         rng = self.rng
         # The ball leaves at the critical speed: instantaneous u below u_c (rev/s)^2.
         t_c = self.last_lap_s * 1.07 * (1.0 + rng.gauss(jitter))
@@ -66,6 +68,11 @@ class Wheel:
             times.append(times[-1] + _lap(u, a, b))
             u = nxt
         times = [p + rng.gauss(noise_s) for p in times]
+        if lap_noise_s:
+            drift = 0.0
+            for i in range(1, len(times)):
+                drift += rng.gauss(lap_noise_s)
+                times[i] += drift
         if keep is not None and keep < len(times) - 1:
             times = times[-keep - 1 :]
         t0 = times[0]

@@ -62,17 +62,58 @@ def test_clean_laps_are_called_in_time():
 def test_noisy_laps_are_never_late():
     n, within, late = total(((1.1, 11), (1.4, 12)), 0.01)
     assert late == 0, (late, n)
-    assert within >= 0.79 * n, (within, n)  # measured: 51 of 64
+    assert within >= 0.82 * n, (within, n)  # measured: 53 of 64 (51 before _learn_b)
     n, within, late = total(((1.1, 11), (1.4, 12)), 0.02)
     assert late == 0, (late, n)
-    assert within >= 0.54 * n, (within, n)  # measured: 35 of 64
+    assert within >= 0.56 * n, (within, n)  # measured: 36 of 64 (35 before _learn_b)
 
 
 def test_a_known_wheel_needs_no_learning_spins():
     # The board has its wheel's drop speed (wheel.json -> config drop_ms): from the first spin
     n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.01, warm=0, prior=True)
     assert late == 0, (late, n)
-    assert within >= 0.74 * n, (within, n)  # measured: 107 of 144
+    # measured: 103 of 144 (107 when one spin's friction was trusted as the wheel's, and
+    # before a few spins were taken for laps clocked one by one: the two tests below)
+    assert within >= 0.71 * n, (within, n)
+
+
+def test_one_spins_friction_is_not_taken_for_the_wheels():
+    # The friction learned from the first spin long enough to tell it (6 laps) was trusted
+    # within 7 % while spins vary some 8 % and that fit was itself 10 % off: spin 28 of this
+    # fast wheel, slowing more than the wheel's first spin, was called after its last pass.
+    # Now each spin weighs by how sharply it tells the friction, and the spin-to-spin
+    # variation starts from (10 %)^2 until spins tell it.
+    n, within, late = score(0.7, 107, 0.0, warm=0)
+    assert late == 0, (late, n)
+    assert within >= 0.94 * n, (within, n)  # measured: 35 of 36
+
+
+def test_laps_clocked_one_by_one_are_told_from_noisy_passes():
+    # Noise on each lap (laps clocked one by one) rather than on each pass: a fit of the pass
+    # times is then sure of the ball's speed some 1.5-2 times too sharply. Whole spins tell
+    # which noise it is, and a pass call then fits the lap times. Before: spin 8 of this wheel
+    # was called after its last pass.
+    p = rnvp.Predictor(lead_s=1.0)
+    w = lapgen.Wheel(lapgen.Rng(3), 1.4)
+    n = within = late = 0
+    for i in range(36):
+        t = w.spin(noise_s=0.0, keep=None if i % 3 else 5 + i % 6, lap_noise_s=0.02)
+        call, _ = replay(p, t)
+        if i >= 5:
+            assert p.laps_ll > 0, (i, p.laps_ll)  # told from the first spins
+        n += 1
+        if call is None or call > t[-1]:
+            late += 1
+        elif abs(t[-1] - call - 1.0) <= 0.5:
+            within += 1
+    assert late == 0, (late, n)
+    assert within >= 0.55 * n, (within, n)  # measured: 21 of 36 (21 before, and that late)
+    # a wheel with the noise on each pass stays with the passes' fit
+    q = rnvp.Predictor(lead_s=1.0)
+    w = lapgen.Wheel(lapgen.Rng(5), 1.1)
+    for i in range(36):
+        replay(q, w.spin(noise_s=0.02, keep=None if i % 3 else 5 + i % 6))
+        assert q.laps_ll < 0, (i, q.laps_ll)
 
 
 def test_design_growth_wheels_are_never_late():
@@ -95,7 +136,8 @@ def test_design_growth_wheels_are_never_late():
                 elif abs(t[-1] - call - 1.0) <= 0.5:
                     within += 1
     assert late == 0, (late, n)
-    # measured: 248 of 285 (249 before the readings of a changed wheel, _pass_call)
+    # measured: 247 of 285 (249 before the readings of a changed wheel, _pass_call; 248
+    # before _learn_b weighed each spin's friction by how sharply it told it)
     assert within >= 0.85 * n, (within, n)
 
 
@@ -236,6 +278,7 @@ def test_learned_wheel_survives_export_and_restore():
     assert q.nb == p.nb > 0 and abs(q.lb - p.lb) < 1e-9 and abs(q.lbv - p.lbv) < 1e-9
     assert q.nn == p.nn > 0 and abs(q.noise - p.noise) < 1e-12
     assert q.nr == p.nr > 0 and abs(q.lr - p.lr) < 1e-9 and abs(q.lrv - p.lrv) < 1e-9
+    assert abs(q.lbw - p.lbw) < 1e-6 * p.lbw and abs(q.laps_ll - p.laps_ll) < 1e-9
     # the same laps then give the same call
     t = w.spin(noise_s=0.01)
     assert replay(p, t) == replay(q, t)
@@ -246,6 +289,10 @@ def test_learned_wheel_survives_export_and_restore():
     old = {"a": 0.97, "n": 2, "lo": [-0.4, -0.5], "hi": [-0.1, -0.2]}
     r = rnvp.Predictor()
     assert rnvp.restore(r, old) and r.a == 0.97 and r.nb == 0 and r.drag_spins == 0
+    # a friction saved without its precision gets one from its spins and variance
+    older = dict(data)
+    older["b"] = data["b"][:3]
+    assert rnvp.restore(r, older) and r.nb == data["b"][2] > 0 and 0 < r.lbw < 1e9
     assert not rnvp.restore(rnvp.Predictor(), {"a": 2, "n": 0, "lo": [], "hi": []})
     assert not rnvp.restore(rnvp.Predictor(), {"u_c": 1, "a": 1, "n": 0, "lo": []})  # old
     assert not rnvp.restore(rnvp.Predictor(), {"junk": 1})
@@ -256,6 +303,12 @@ def test_learned_wheel_survives_export_and_restore():
     assert not rnvp.restore(rnvp.Predictor(), bad)
     bad = dict(data)
     bad["changes"] = -1
+    assert not rnvp.restore(rnvp.Predictor(), bad)
+    bad = dict(data)
+    bad["laps_ll"] = "x"
+    assert not rnvp.restore(rnvp.Predictor(), bad)
+    bad = dict(data)
+    bad["b"] = data["b"][:3] + [-1.0]
     assert not rnvp.restore(rnvp.Predictor(), bad)
     p.changes = 1.5
     assert rnvp.restore(q, rnvp.export(p)) and q.changes == 1.5
@@ -330,10 +383,13 @@ def test_a_changed_wheel_is_not_taken_for_the_one_learned():
     assert late == 0, (late, n)
     assert 3 <= forgot <= 4, forgot  # the three changes (a fourth: a spin taken for one)
     # each wheel is learned from its first spins again (before: 2 late, 10 within)
-    assert within >= 0.52 * n, (within, n)  # measured: 25 of 48
+    # measured: 24 of 48 (25 before one spin's friction was no longer taken for the wheel's)
+    assert within >= 0.5 * n, (within, n)
     within, late, n, forgot = _wheels_in_turn(((1.6, 11), (1.1, 5), (1.9, 2), (0.8, 3)), 0.01)
     assert late == 0, (late, n)
-    assert within >= 0.39 * n, (within, n)  # measured: 19 of 48 (before: 3 late, 9 within)
+    # measured: 17 of 48 (before the readings of a changed wheel: 3 late, 9 within; 19 before
+    # one spin's friction was no longer taken for the wheel's)
+    assert within >= 0.35 * n, (within, n)
 
 
 def test_one_wheel_is_not_taken_for_several():
@@ -345,3 +401,15 @@ def test_one_wheel_is_not_taken_for_several():
     # started this wheel afresh)
     _, late, _, forgot = _wheels_in_turn(((1.4, 3),), 0.02, spins=36, growth=(1.28, 1.38))
     assert late == 0 and forgot == 0, (late, forgot)
+
+
+def test_a_short_spin_that_may_yet_be_void_is_called():
+    # DESIGN.md's wheels in turn: their fast wheels' spins are 4-6 laps. After 3 laps a spin
+    # whose readings all say that the ball is about to leave (which would void it: fewer than
+    # 4 revolutions) is weighed given the 4th lap, not dropped: before, those readings' small
+    # weight ended the look ahead, the safety limit stood, and spin 38 was called late.
+    within, late, n, _ = _wheels_in_turn(
+        ((0.7, 7), (0.8, 3), (1.1, 5), (1.4, 3)), 0.0, spins=36, growth=(1.28, 1.38)
+    )
+    assert late == 0, (late, n)
+    assert within >= 0.9 * n, (within, n)  # measured: 132 of 142
