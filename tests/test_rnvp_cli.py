@@ -128,3 +128,18 @@ def test_missing_file_and_bad_lead(tmp_path, capsys) -> None:
     assert main(["rnvp", str(tmp_path / "none.csv")]) == 2
     f = _write(tmp_path / "l.csv", [[0.6, 0.7]])
     assert main(["rnvp", str(f), "--lead", "-1"]) == 2
+
+
+def test_the_noise_kind_is_shown(tmp_path, capsys) -> None:
+    # laps clocked one by one (20 ms on each lap): the lap times are fitted, and said so
+    w = lapgen.Wheel(lapgen.Rng(3), 1.4)
+    spins = [lapgen.laps(w.spin(noise_s=0.0, lap_noise_s=0.02)) for _ in range(12)]
+    f = _write(tmp_path / "laps.csv", spins)
+    assert main(["rnvp", str(f)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "timing noise on each lap" in out and "10 spins, the first spin 2" in out, out
+    # a wheel timed on each pass: not said
+    w = lapgen.Wheel(lapgen.Rng(5), 1.1)
+    f = _write(tmp_path / "pass.csv", [lapgen.laps(w.spin(noise_s=0.02)) for _ in range(12)])
+    assert main(["rnvp", str(f)]) == 0
+    assert "timing noise on each lap" not in capsys.readouterr().out

@@ -5,7 +5,8 @@ last one the last full lap before the ball left the track. The predictor runs ex
 the table: after each pass it sets a deadline; the call happens at that deadline if the next
 pass has not come first. It learns the wheel from spin to spin, in file order, and learns
 afresh after a spin whose laps show another wheel (a file of several wheels, a ball or wheel
-changed).
+changed). It also tells from the spins whether their timing noise is on each pass (sensors,
+video) or on each lap (laps clocked one by one), and fits the pass or the lap times.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class SpinCall:
     late: bool  # called after the last pass, or never
     why: str | None  # "fit" or "limit"
     new_wheel: bool = False  # this spin's laps showed another wheel: it is learned afresh
+    lap_noise: bool = False  # called with the lap times fitted (noise on each lap, not pass)
 
     def as_dict(self) -> dict:
         return {
@@ -75,6 +77,7 @@ def replay(spins: Iterable[list[float]], lead_s: float = 1.0, **options) -> list
         for lap in laps:
             passes.append(passes[-1] + round(lap * 1e6))
         p.reset(0)
+        lap_noise = p.laps_ll > 0  # the noise's kind the earlier spins told
         call = drop = why = None
         for k in range(1, len(passes)):
             if call is None and ticks.diff(passes[k], p.deadline) > 0:
@@ -88,7 +91,7 @@ def replay(spins: Iterable[list[float]], lead_s: float = 1.0, **options) -> list
         p.learn_drop()
         late = call is None or call > last
         lead = None if call is None else last - call
-        out.append(SpinCall(i, call, drop, last, lead, late, why, p.wheels != wheels))
+        out.append(SpinCall(i, call, drop, last, lead, late, why, p.wheels != wheels, lap_noise))
     return out
 
 

@@ -80,6 +80,13 @@ def run(args: argparse.Namespace) -> int:
             "laps of another wheel, learned afresh from there: spin " + ", ".join(changed),
             highlight=False,
         )
+    laps_fitted = [c.spin for c in calls if c.lap_noise]
+    if laps_fitted:
+        con.print(
+            f"timing noise on each lap (laps clocked one by one), lap times fitted: "
+            f"{len(laps_fitted)} spins, the first spin {laps_fitted[0]}",
+            highlight=False,
+        )
     return 0
 
 
