@@ -19,6 +19,14 @@ def replay(p, times):
     return call, why
 
 
+def outcome(call, times, lead=1.0):
+    """(late, within) of a call (s) for a spin of pass times (s): late after its last pass
+    (or never), within +-0.5 s of the lead asked."""
+    if call is None or call > times[-1]:
+        return 1, 0
+    return 0, int(abs(times[-1] - call - lead) <= 0.5)
+
+
 def score(last_lap_s, seed, noise_s, spins=36, lead=1.0, warm=4, prior=False):
     rng = lapgen.Rng(seed)
     w = lapgen.Wheel(rng, last_lap_s)
@@ -32,10 +40,9 @@ def score(last_lap_s, seed, noise_s, spins=36, lead=1.0, warm=4, prior=False):
         if i < warm:
             continue  # the wheel is being learned
         n += 1
-        if call is None or call > t[-1]:
-            late += 1
-        elif abs(t[-1] - call - lead) <= 0.5:
-            within += 1
+        was_late, was_within = outcome(call, t, lead)
+        late += was_late
+        within += was_within
     return n, within, late
 
 
@@ -102,10 +109,9 @@ def test_laps_clocked_one_by_one_are_told_from_noisy_passes():
         if i >= 5:
             assert p.laps_ll > 0, (i, p.laps_ll)  # told from the first spins
         n += 1
-        if call is None or call > t[-1]:
-            late += 1
-        elif abs(t[-1] - call - 1.0) <= 0.5:
-            within += 1
+        was_late, was_within = outcome(call, t)
+        late += was_late
+        within += was_within
     assert late == 0, (late, n)
     assert within >= 0.55 * n, (within, n)  # measured: 21 of 36 (21 before, and that late)
     # a wheel with the noise on each pass stays with the passes' fit
@@ -131,10 +137,9 @@ def test_design_growth_wheels_are_never_late():
                 if len(t) < 5:
                     continue
                 n += 1
-                if call is None or call > t[-1]:
-                    late += 1
-                elif abs(t[-1] - call - 1.0) <= 0.5:
-                    within += 1
+                was_late, was_within = outcome(call, t)
+                late += was_late
+                within += was_within
     assert late == 0, (late, n)
     # measured: 247 of 285 (249 before the readings of a changed wheel, _pass_call; 248
     # before _learn_b weighed each spin's friction by how sharply it told it)
@@ -368,10 +373,9 @@ def _wheels_in_turn(wheels, noise_s, spins=12, growth=(1.15, 1.22)):
                 continue  # void (decree: fewer than 4 revolutions)
             call, _ = replay(p, t)
             n += 1
-            if call is None or call > t[-1]:
-                late += 1
-            elif abs(t[-1] - call - 1.0) <= 0.5:
-                within += 1
+            was_late, was_within = outcome(call, t)
+            late += was_late
+            within += was_within
     return within, late, n, len(forgot)
 
 
