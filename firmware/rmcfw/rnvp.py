@@ -825,13 +825,18 @@ class Predictor:
         laps = self.passes - 1
         if laps < 3:
             return False
-        self._learn_noise_kind(laps)
+        # the spin fitted with the drag the earlier spins left: for the change test and the
+        # noise's kind (the pass-time fit's covariance and scatter are kept until both ran)
+        a = self.a
+        f = self._spin_fit(laps)
+        rss = self._rss
         if (self.learned or self.nb) and laps >= _LEARN_LAPS:
             k = 1.0 - 1.0 / _CHANGES_N
             self.changes *= k
-            if self._changed(laps):
+            if self._changed(f):
                 self.changes += 1.0
                 self.forget_wheel()
+        self._learn_noise_kind(f, rss, a)
         if self.learn_drag and laps >= 6:
             self._learn_drag(laps)
         a = self.a
@@ -857,20 +862,19 @@ class Predictor:
         self._estimate(min(self.learned, _SPINS))
         return True
 
-    def _learn_noise_kind(self, laps):
+    def _learn_noise_kind(self, f, rp, a):
         """Whether the timing noise is on each pass or on each lap: the spin's likelihood
         under each, both fits having three parameters (speed, friction, and the pass times'
         offset or the first pass). The drag is the one the earlier spins left: this spin's
         own would take in much of a lap noise's drift. A drag off the mark bends the pass
         times as a drift does, and may choose the laps' fit too: it is the safer one then
         (lapgen's wheels at 20 ms: pass noise 0-14 spins of 36, lap noise 11-35, and none
-        on its fast wheel, whose spins are short)."""
-        f = self._spin_fit(laps)
+        on its fast wheel, whose spins are short). f: the spin's _spin_fit with drag a, rp
+        its sum of squares."""
         if f is None or f[2] < _B_LAPS:
             return
         last, b, n = f
-        rp = self._rss
-        if rp < _NOISE_MIN * n or self._refine(self.a, last, b, n, lap_noise=True) is None:
+        if rp < _NOISE_MIN * n or self._refine(a, last, b, n, lap_noise=True) is None:
             return  # times too exact to tell
         # the n laps, or the n pass times less the last one (whose own error the others
         # share), are equally many and told the same way: their maximum likelihoods compare
@@ -892,12 +896,12 @@ class Predictor:
             return None
         return f[0], f[1], n
 
-    def _changed(self, laps):
+    def _changed(self, f):
         """Whether the spin just ended was, beyond doubt, on another wheel than the one
         learned (a ball or wheel changed, a file of several wheels): its friction and the
-        bracket of its drop speed, likely on wheels in general, unlikely on this one."""
+        bracket of its drop speed, likely on wheels in general, unlikely on this one. f: its
+        _spin_fit, just made."""
         a = self.a
-        f = self._spin_fit(laps)
         if f is None:
             return False
         last, b, n = f
