@@ -21,6 +21,7 @@ help:
 	@echo "make test-float32 MPY_SRC=...  firmware tests under single-precision MicroPython"
 	@echo "make lint    ruff lint and format check;  make format  reformat"
 	@echo "make deploy PORT=...  compile the firmware with mpy-cross and copy it with mpremote"
+	@echo "make nowdt PORT=...   restart the board without its watchdog (REPL work); make wdt: with"
 
 setup: $(PY_STAMP) $(NODE_STAMP)
 
@@ -92,11 +93,29 @@ mpy: $(PY_STAMP)
 _need_port:
 	@test -n "$(PORT)" || { echo "PORT=... needed, e.g. make deploy PORT=/dev/ttyACM0 (or socket://127.0.0.1:PORT)"; exit 2; }
 
-.PHONY: _need_port
+.PHONY: _need_port nowdt wdt
+# An RP2040's watchdog cannot be stopped: a board whose firmware runs with it resets
+# watchdog_ms (2 s) after mpremote stops the firmware, in the middle of a copy or a REPL
+# session. `make nowdt` restarts it without (the file `nowdt` tells main.py), `make wdt` puts
+# it back in service; `make deploy` does the first, copies, and removes `nowdt` again.
+NOWDT = $(MPREMOTE) touch :nowdt + reset
+# wait for the board after its reset (a Pico's USB serial comes back within a few seconds)
+AWAIT = for i in 1 2 3 4 5 6 7 8 9 10; do $(MPREMOTE) ls : >/dev/null 2>&1 && exit 0; \
+	sleep 1; done; echo "the board did not come back after its reset"; exit 1
+
+nowdt: _need_port
+	$(NOWDT)
+
+wdt: _need_port
+	$(MPREMOTE) rm :nowdt + reset
+
 deploy: _need_port mpy
+	$(NOWDT)
+	@$(AWAIT)
 	$(MPREMOTE) cp -r $(MPY_DIR)/rmcfw : + cp $(MPY_DIR)/board_pico.mpy :board_pico.mpy \
 	  + cp $(MPY_DIR)/main.py :main.py + cp $(MPY_DIR)/pins.json :pins.json \
-	  + cp $(MPY_DIR)/wheel.json :wheel.json + run build/clean_twins.py + ls : + ls :rmcfw
+	  + cp $(MPY_DIR)/wheel.json :wheel.json + run build/clean_twins.py + rm :nowdt \
+	  + ls : + ls :rmcfw
 
 repl: _need_port
 	$(MPREMOTE) repl

@@ -277,3 +277,30 @@ def test_repl_on_a_pty():
         assert p.stdout.strip() == "1024"
         # the socket still serves mpremote while the pty is idle
         assert board.mpremote("exec", "print('socket')").stdout.strip() == "socket"
+
+
+def test_the_watchdog_runs_on_at_the_prompt_and_through_a_soft_reset(tmp_path):
+    # An RP2040's watchdog cannot be stopped: once a program has started it, the board resets
+    # when nothing feeds it, at the prompt after a Ctrl-C or after a soft reset alike (so a
+    # table's firmware must be started with `nowdt` on the board before working at its REPL).
+    flash = tmp_path / "flash"
+    flash.mkdir()
+    (flash / "main.py").write_text(
+        "import machine, os\n"
+        "if 'armed' not in os.listdir():\n"
+        "    open('armed', 'w').close()\n"
+        "    w = machine.WDT(timeout=1000)\n"
+        "    machine.soft_reset()\n"
+    )
+    with VirtualBoard(flash=flash, speed=1.0) as board:
+        # armed, soft reset, main.py does nothing more: the prompt idles, the watchdog fires
+        ev = board.wait_event("reset", timeout=10, where=lambda e: e["kind"] == "wdt")
+        assert ev is not None
+        resets = [e["kind"] for e in board.events if e.get("event") == "reset"]
+        assert resets == ["soft", "wdt"], resets  # it ran on through the soft reset
+        time.sleep(0.3)
+        p = board.mpremote("exec", "import machine; print(machine.reset_cause())")
+        assert p.stdout.strip() == "3"
+        # after that hard reset no watchdog runs: the prompt stays
+        p = board.mpremote("exec", "import time; time.sleep_ms(1500); print('still here')")
+        assert p.stdout.strip() == "still here"

@@ -329,7 +329,12 @@ function onUartData(data) {
   else pendingUart.push(...data);
 }
 
+// The watchdog a soft reset carries into the next board (an RP2040's cannot be stopped).
+let nextWdt = null;
+
 function startBoard(mode) {
+  const wdt = nextWdt; // only the next board inherits it: any other start is a fresh one
+  nextWdt = null;
   const channel = new MessageChannel();
   mail = channel.port1;
   ready = false;
@@ -349,6 +354,7 @@ function startBoard(mode) {
       fs: flash,
       mode,
       cause,
+      wdt,
       mpyFiles,
       pending: Uint8Array.from(pendingIn),
       uart: Uint8Array.from(pendingUart),
@@ -421,6 +427,7 @@ function onReboot(m) {
   }
   saveFlash();
   cause = m.cause;
+  nextWdt = m.kind === "soft" ? m.wdt || null : null;
   event({ event: "reset", kind: m.kind, cause, t_us: world[0] });
   if (!quitting) startBoard(m.kind === "soft" ? m.mode : "power");
 }

@@ -222,8 +222,10 @@ const NTIMERS = 16;
 const timerNext = new Float64Array(NTIMERS).fill(Infinity);
 const timerPeriod = new Float64Array(NTIMERS);
 const timerOnce = new Uint8Array(NTIMERS);
-let wdtTimeout = 0;
-let wdtDeadline = Infinity;
+// An RP2040's watchdog cannot be stopped once started: it runs on through a soft reset (W.wdt
+// carries it into the next board) and at the prompt, where nothing feeds it.
+let wdtTimeout = W.wdt ? W.wdt.timeout : 0;
+let wdtDeadline = W.wdt ? W.wdt.deadline : Infinity;
 
 function nextTimer() {
   let best = -1;
@@ -537,11 +539,13 @@ function runPy(code) {
 
 function finish(reset) {
   flushOut();
+  const wdt = reset.kind === "soft" && wdtTimeout ? { timeout: wdtTimeout, deadline: wdtDeadline } : null;
   parentPort.postMessage({
     type: "reboot",
     kind: reset.kind,
     cause: reset.cause,
     mode: reset.mode || "friendly",
+    wdt,
     fs: snapshotFS(),
     pending: Uint8Array.from(inQ),
     uart: Uint8Array.from(uartQ),
@@ -549,18 +553,29 @@ function finish(reset) {
   process.exit(0);
 }
 
+// At the prompt, at a finite speed (virtual time follows the wall clock), a running watchdog
+// resets the board when it runs out; returns the wall ms left until then (Infinity: none). At
+// speed 0 virtual time stands still at the prompt, and so does the watchdog.
+function promptWatchdog() {
+  if (speed <= 0 || wdtDeadline === Infinity) return Infinity;
+  catchUp();
+  if (now >= wdtDeadline) throw new BoardReset("wdt", CAUSE.WDT);
+  return Math.max(1, wallAnchor + (wdtDeadline - virtAnchor) / (1000 * speed) - performance.now());
+}
+
 function replLoop() {
   for (;;) {
     checkMail();
     if (pendingPower === "cut") throw new BoardReset("power", CAUSE.PWRON);
     pendingPower = null;
+    const wdtLeft = promptWatchdog();
     if (inQ.length === 0) {
       flushOut();
       if (fsDirty || performance.now() < dirtyUntil) {
         sendSnapshot();
         dirtyUntil = 0;
       }
-      Atomics.wait(ctrl, MAIL, seenMail);
+      Atomics.wait(ctrl, MAIL, seenMail, wdtLeft);
       continue;
     }
     const c = inQ.shift();
@@ -634,7 +649,9 @@ async function boot() {
   replLoop();
 }
 
-Atomics.store(ctrl, WDT_MS, 0); // a fresh board has no watchdog running
+// a board after power-up or a hard reset has no watchdog running; after a soft reset, the one
+// that ran before
+Atomics.store(ctrl, WDT_MS, wdtTimeout ? Math.max(1, Math.round(wdtTimeout / 1000)) : 0);
 Atomics.store(ctrl, BUSY, 1); // booting counts as busy: a hung boot.py is seen too
 try {
   for (const b of W.pending) inQ.push(b);

@@ -5,7 +5,9 @@ mpy-cross (`rmcfw/*.mpy`, `board_*.mpy`), `main.py` kept as source (the board ru
 boot), `pins.json` from hardware/pico_pins.json, `wheel.json` from hardware/wheel.json; copied
 in one chained mpremote command, then any `.py` twin of an `.mpy` removed on the board (it
 would shadow it). Done here in Python rather than by calling make, so that the demo and its
-test can build into their own folder while another job uses build/mpy.
+test can build into their own folder while another job uses build/mpy. The board here is
+empty, so no watchdog runs: `make deploy`'s first step (restart without it, `nowdt`) is not
+needed (tests/test_deploy.py runs `make deploy` onto a running table).
 """
 
 from __future__ import annotations
