@@ -149,7 +149,6 @@ class Predictor:
         self.nr = 0  # spins
         self.changes = 0.0  # wheel changes seen over the last _CHANGES_N spins or so
         self.laps_ll = _LAPS_LL  # the noise is on each lap rather than each pass: log ratio
-        self._lap_noise = False  # a pass call fits the lap times (laps_ll > 0)
         self.wheels = 1  # wheels learned since power-up (1 + the changes seen)
         self._t = array("f", bytes(4 * _PASSES))  # pass times, s from the first pass
         self._tp = array("f", bytes(4 * _MAX_AHEAD))  # passes ahead: time (s from first),
@@ -492,6 +491,11 @@ class Predictor:
         self.drop_s = t
         return t - self.lead_s
 
+    @property
+    def lap_noise(self):
+        """The spins say the timing noise is on each lap: a pass call fits the lap times."""
+        return self.laps_ll > 0
+
     def b_prior(self):
         """(b0, sd of log b): the friction this wheel's spins had; before any, what the
         drop speed and DESIGN.md's last lap some 15 % longer than the one before give."""
@@ -578,7 +582,6 @@ class Predictor:
         that wheels share (DESIGN.md: last laps some 15 % longer than the one before), or,
         while this spin shows no friction of its own, at a drop speed as wheels in general
         have. This spin's slowing weighs them against each other; _decide mixes them."""
-        self._lap_noise = self.laps_ll > 0
         pn = n0 if n0 > _NOISE_MIN else _NOISE_MIN
         # a wheel whose drag no spin has shown yet: fitted too
         lam_a = 0.0 if self.drag_spins else pn * self._pa
@@ -627,7 +630,7 @@ class Predictor:
         b, a, noise, cww, cwb, cbb, cwa, cba, caa, seen), or None for a ball not seen
         slowing; with unseen, then the friction it may have unseen (two standard errors
         over the fit) and seen False."""
-        lap_noise = self._lap_noise
+        lap_noise = self.lap_noise
         if lap_noise:  # a lap's variance: twice a pass's (n0 comes from pass-time fits)
             n0 *= 2.0
             lam_a *= 2.0
@@ -681,6 +684,7 @@ class Predictor:
                 dom = h
         f = dom[0]  # the pass times come from the likelier reading
         noise = f[3]
+        lap_noise = self.lap_noise
         tp = self._tp
         st = self._st
         pl = self._pl
@@ -692,7 +696,7 @@ class Predictor:
         while n < _MAX_AHEAD:
             tp[n] = t
             # the fit's error, and the pass's own (with lap noise: that of each lap to it)
-            own = n if self._lap_noise else 1
+            own = n if lap_noise else 1
             st[n] = _sd(noise * (_quad(tw, tb, ta, *f[4:10]) + own)) if n else 0.0
             void = self.passes + n <= _MIN_LAPS
             p_last = 0.0

@@ -77,7 +77,7 @@ def replay(spins: Iterable[list[float]], lead_s: float = 1.0, **options) -> list
         for lap in laps:
             passes.append(passes[-1] + round(lap * 1e6))
         p.reset(0)
-        lap_noise = p.laps_ll > 0  # the noise's kind the earlier spins told
+        lap_noise = p.lap_noise  # the noise's kind the earlier spins told
         call = drop = why = None
         for k in range(1, len(passes)):
             if call is None and ticks.diff(passes[k], p.deadline) > 0:
