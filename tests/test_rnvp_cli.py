@@ -143,3 +143,19 @@ def test_the_noise_kind_is_shown(tmp_path, capsys) -> None:
     f = _write(tmp_path / "pass.csv", [lapgen.laps(w.spin(noise_s=0.02)) for _ in range(12)])
     assert main(["rnvp", str(f)]) == 0
     assert "timing noise on each lap" not in capsys.readouterr().out
+
+
+def test_a_header_line_is_skipped_and_only_that(tmp_path, capsys) -> None:
+    spins = _wheel_spins(3)
+    body = "".join(",".join(f"{x:.4f}" for x in sp) + "\n" for sp in spins)
+    plain = tmp_path / "plain.csv"
+    plain.write_text(body)
+    headed = tmp_path / "headed.csv"
+    # a spreadsheet's export: byte-order mark, column names, CRLF
+    headed.write_bytes(("\ufefflap 1,lap 2,lap 3\r\n" + body.replace("\n", "\r\n")).encode())
+    assert _run_json(capsys, str(headed)) == _run_json(capsys, str(plain))
+    # a non-number anywhere else still refuses the file: a lap left out would move the passes
+    late = tmp_path / "late.csv"
+    late.write_text(body + "lap 1,lap 2\n")
+    assert main(["rnvp", str(late), "--json"]) == 2
+    assert "line 4" in capsys.readouterr().err

@@ -52,20 +52,38 @@ def _r(x: float | None) -> float | None:
 
 
 def read_laps(path: str | Path) -> list[list[float]]:
-    """The spins of a LAPS.csv file; LapsError (with the line number) for a bad line."""
+    """The spins of a LAPS.csv file; LapsError (with the line number) for a bad line.
+
+    Blank lines and lines starting with # are skipped, and so is a header: a first line
+    none of whose fields is a number (a spreadsheet's column names). Any other field that
+    is not a number refuses the file: a lap left out would move every pass after it."""
     spins = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    first = True
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
+        fields = [x.strip() for x in line.split(",") if x.strip()]
+        if first and fields and not any(_number(x) for x in fields):
+            first = False
+            continue
+        first = False
         try:
-            laps = [float(x) for x in line.split(",") if x.strip()]
+            laps = [float(x) for x in fields]
         except ValueError as e:
             raise LapsError(f"line {n}: {e}") from None
         if not laps or any(not math.isfinite(x) or x <= 0 or x > 60 for x in laps):
             raise LapsError(f"line {n}: lap times must be positive seconds")
         spins.append(laps)
     return spins
+
+
+def _number(x: str) -> bool:
+    try:
+        float(x)
+    except ValueError:
+        return False
+    return True
 
 
 def replay(spins: Iterable[list[float]], lead_s: float = 1.0, **options) -> list[SpinCall]:
