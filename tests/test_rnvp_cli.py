@@ -159,3 +159,25 @@ def test_a_header_line_is_skipped_and_only_that(tmp_path, capsys) -> None:
     late.write_text(body + "lap 1,lap 2\n")
     assert main(["rnvp", str(late), "--json"]) == 2
     assert "line 4" in capsys.readouterr().err
+
+
+def test_a_lead_in_revolutions(tmp_path, capsys) -> None:
+    from rmc.rnvp import read_laps, replay, revs_aimed
+
+    f = _write(tmp_path / "laps.csv", _wheel_spins(20, noise=0.01))
+    data = _run_json(capsys, str(f), "--lead-revs", "2")
+    assert data["summary"]["late"] == 0
+    spins = read_laps(f)
+    calls = replay(spins, lead_revs=2)
+    assert [c.as_dict() for c in calls] == data["spins"]
+    aimed = sum(revs_aimed(c, laps, 2) for c, laps in zip(calls, spins, strict=True))
+    assert aimed >= 15, aimed  # measured: 17 of 20
+    # two laps before the last pass, not a second: the leads are those of two laps
+    leads = sorted(c.lead_s for c in calls[4:])
+    assert 1.6 < leads[len(leads) // 2] < 3.5, leads
+    assert main(["rnvp", str(f), "--lead-revs", "2"]) == 0
+    out = " ".join(capsys.readouterr().out.split())  # as rich folds it, on one line
+    assert "(lead asked 2 revolutions)" in out
+    assert f"{aimed} called 2 revolutions before the last pass" in out
+    assert main(["rnvp", str(f), "--lead-revs", "-1"]) == 2
+    assert "--lead-revs" in capsys.readouterr().err

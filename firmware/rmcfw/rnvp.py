@@ -420,7 +420,7 @@ class Predictor:
         u, b = f
         # a pass call weighs how sure it is (_decide); the drop instant's call needs a slowing
         # already seen, and some laps
-        to_pass = not self.to_drop and self.lead_revs <= 0
+        to_pass = not self.to_drop
         if b <= 0 and a >= 1.0 and not to_pass:
             return None  # not slowing down (noise): no prediction yet
         if self.passes <= _FEW_LAPS and not to_pass:
@@ -774,6 +774,11 @@ class Predictor:
                     else:
                         hi = x
             latest = lo - _GUARD if lo - _GUARD > s else s
+        if self.lead_revs > 0:
+            call, aim = self._revs_call(s, n, latest)
+            self.revs_left = aim
+            self.drop_s = tp[aim]
+            return call
         # within that bound, the call most likely within +-0.5 s of the lead
         lead = self.lead_s
         best = -1.0
@@ -799,6 +804,30 @@ class Predictor:
         self.revs_left = aim
         self.drop_s = tp[aim]
         return call
+
+    def _revs_call(self, s, n, latest):
+        """A lead in revolutions: the call at the pass lead_revs laps before the last one, or
+        in the lap that ends there, most likely so within the latest call the risk bound
+        allows (_decide's table); (call, the pass ahead aimed at as the last)."""
+        tp = self._tp
+        pl = self._pl
+        revs = self.lead_revs
+        best = -1.0
+        call = s
+        aim = 0
+        i = 0  # the lap the call falls in: the one that ends at the pass i ahead
+        for m in range(n):
+            x = tp[m] if tp[m] < latest else latest
+            if x < s:
+                x = s
+            while i < m and tp[i] < x:
+                i += 1
+            j = i + revs  # the last pass that puts this call lead_revs laps before it
+            if j < n and pl[j] > best:
+                best = pl[j]
+                call = x
+                aim = j
+        return call, aim
 
     def _late(self, x, n):
         """Probability that a call at x comes after the last pass (by _decide's table)."""

@@ -113,6 +113,21 @@ def replay(spins: Iterable[list[float]], lead_s: float = 1.0, **options) -> list
     return out
 
 
+def revs_aimed(call: SpinCall, laps: list[float], revs: int) -> bool:
+    """For a lead in revolutions: the call came at the pass `revs` laps before the last one,
+    or in the lap that ends there (`revs` or `revs` + 1 passes after it; a call within 1 ms
+    of a pass counts as at it)."""
+    if call.late or call.rnvp_s is None:
+        return False
+    after = 0
+    t = call.last_pass_s
+    for lap in reversed(laps):
+        if t > call.rnvp_s + 0.001:
+            after += 1
+        t -= lap
+    return revs <= after <= revs + 1
+
+
 def summary(calls: list[SpinCall]) -> dict:
     leads = [c.lead_s for c in calls if c.lead_s is not None]
     return {

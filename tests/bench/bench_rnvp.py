@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fw"))
 
 import lapgen  # noqa: E402
 
-from rmc.rnvp import replay  # noqa: E402
+from rmc.rnvp import replay, revs_aimed  # noqa: E402
 from rmc.sim.physics import Params  # noqa: E402
 from rmc.sim.session import simulate_laps  # noqa: E402
 
@@ -174,6 +174,42 @@ def table(title: str, sets, rows: dict) -> tuple[Table, int]:
     return t, late_total
 
 
+def other_leads(rows: dict) -> tuple[Table, int]:
+    """Leads other than 1 s, in seconds (within +-0.5 s) and in revolutions (the call at the
+    pass that many laps before the last, or in the lap ending there)."""
+    sets = (
+        ("lapgen, 10 ms", [lapgen_file(L, s, 0.01) for L, s in WHEELS]),
+        (
+            "lapgen, last lap +15 %, 10 ms",
+            [lapgen_file(L, s, 0.01, growth=(1.28, 1.38)) for L, s in DESIGN_WHEELS],
+        ),
+        ("rmc.sim, exact", [simulate_laps(seed, 40) for seed in range(8)]),
+        ("rmc.sim, 10 ms", [simulate_laps(seed, 40, jitter_s=0.01) for seed in range(8)]),
+    )
+    t = Table(title="Other leads (no prior, every spin counted)")
+    for col in ("data", "lead asked", "spins", "late", "aimed"):
+        t.add_column(col, justify="right" if col != "data" else "left")
+    late_total = 0
+    for label, files in sets:
+        for lead_s, revs in ((0.5, 0), (2.0, 0), (0.0, 1), (0.0, 2)):
+            n = late = hit = 0
+            for spins in files:
+                for laps, c in zip(
+                    spins, replay(spins, lead_s=lead_s, lead_revs=revs), strict=True
+                ):
+                    n += 1
+                    late += c.late
+                    if revs:
+                        hit += revs_aimed(c, laps, revs)
+                    else:
+                        hit += not c.late and abs(c.lead_s - lead_s) <= 0.5
+            asked = f"{revs} rev" if revs else f"{lead_s:g} s"
+            rows[f"{label}, lead {asked}"] = {"spins": n, "late": late, "aimed": hit}
+            late_total += late
+            t.add_row(label, asked, str(n), str(late), f"{hit} ({100 * hit / n:.0f} %)")
+    return t, late_total
+
+
 # The same measurement under both interpreters: MicroPython runs this text as a script;
 # CPython runs it too, with a `time` that has MicroPython's ticks.
 MP_SCRIPT = """
@@ -255,6 +291,9 @@ def main() -> int:
         "Several wheels in one file (one predictor learning throughout)", mixed_datasets(), rows
     )
     con.print(t)
+    t, late_other = other_leads(rows)
+    con.print(t)
+    late_total += late_other
     cp = per_pass_cpython()
     mp = per_pass_micropython()
     con.print(

@@ -1,5 +1,5 @@
-"""`rmc rnvp LAPS.csv [--lead SECONDS] [--json]`: the firmware's "rien ne va plus" predictor
-on ball lap times, one spin per line."""
+"""`rmc rnvp LAPS.csv [--lead SECONDS | --lead-revs N] [--json]`: the firmware's "rien ne va
+plus" predictor on ball lap times, one spin per line."""
 
 from __future__ import annotations
 
@@ -26,22 +26,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="SECONDS",
         help="call this long before the predicted drop (default 1.0)",
     )
+    p.add_argument(
+        "--lead-revs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="call N revolutions before the last pass instead (the table's lead_revs): at the "
+        "pass N laps before it, or in the lap that ends there",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from rmc.rnvp import LapsError, read_laps, replay, summary
+    from rmc.rnvp import LapsError, read_laps, replay, revs_aimed, summary
 
     if not 0 <= args.lead <= 10:
         print("rmc rnvp: --lead must be between 0 and 10 seconds", file=sys.stderr)
+        return 2
+    if not 0 <= args.lead_revs <= 10:
+        print("rmc rnvp: --lead-revs must be between 0 and 10", file=sys.stderr)
         return 2
     try:
         spins = read_laps(args.laps)
     except (OSError, LapsError) as e:
         print(f"rmc rnvp: {args.laps}: {e}", file=sys.stderr)
         return 2
-    calls = replay(spins, lead_s=args.lead)
+    revs = args.lead_revs
+    calls = replay(spins, lead_s=args.lead, lead_revs=revs)
     total = summary(calls)
     if args.json:
         json.dump({"spins": [c.as_dict() for c in calls], "summary": total}, sys.stdout)
@@ -50,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f'"Rien ne va plus" on {args.laps} (lead asked {args.lead:g} s)')
+    asked = f"{revs} revolution{'s' * (revs > 1)}" if revs else f"{args.lead:g} s"
+    t = Table(title=f'"Rien ne va plus" on {args.laps} (lead asked {asked})')
     for col in ("spin", "laps", "called at s", "predicted drop s", "last pass s", "lead s", ""):
         t.add_column(col, justify="right")
     for c, laps in zip(calls, spins, strict=True):
@@ -68,11 +81,15 @@ def run(args: argparse.Namespace) -> int:
         )
     con = Console()
     con.print(t)
-    within = sum(1 for c in calls if c.lead_s is not None and abs(c.lead_s - args.lead) <= 0.5)
+    if revs:
+        aimed = sum(1 for c, laps in zip(calls, spins, strict=True) if revs_aimed(c, laps, revs))
+        hit = f"{aimed} called {revs} revolution{'s' * (revs > 1)} before the last pass"
+    else:
+        within = sum(1 for c in calls if c.lead_s is not None and abs(c.lead_s - args.lead) <= 0.5)
+        hit = f"{within} within ±0.5 s of the lead asked"
     con.print(
         f"{total['spins']} spins, {total['called']} called, {total['late']} late, "
-        f"median lead {_f(total['median_lead_s'])} s, "
-        f"{within} within ±0.5 s of the lead asked"
+        f"median lead {_f(total['median_lead_s'])} s, {hit}"
     )
     changed = [str(c.spin) for c in calls if c.new_wheel]
     if changed:
