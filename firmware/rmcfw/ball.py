@@ -30,7 +30,7 @@ class Ball:
         self._pend = _NONE  # channel (0 A, 1 B) of an edge waiting for its partner
         self._pend_t = 0
         self._gap = 0  # last A-to-B gap (signed), to place a lone B edge on A's clock
-        self._last_paired = False
+        self.paired = False  # the last pass was seen by both sensors
 
     def restart(self):
         """The pass just recorded launches a spin: count from it."""
@@ -38,7 +38,7 @@ class Ball:
         self.period_us = 0
         self.lone = 0
         self.reversed = 0
-        self.first_dir = self.dir if self._last_paired else 0
+        self.first_dir = self.dir if self.paired else 0
 
     def edge(self, t, ch_b):
         """An edge of A (ch_b 0) or B (ch_b 1). Returns 1 when a pass was recorded."""
@@ -79,7 +79,7 @@ class Ball:
         self._pass(t, 0)
 
     def _pass(self, t, d):
-        self._last_paired = d != 0
+        self.paired = d != 0
         if self.count:
             self.period_us = ticks.diff(t, self.t_pass)
         self.count += 1

@@ -25,6 +25,9 @@ _KEYS = {
     "pair_ms": (120, 5, 1000),  # gap within which the two ball sensors see one pass
     "rotor_stop_ms": (2000, 200, 20000),  # no rotor edge that long: the rotor stands still
     "status_ms": (0, 0, 60000),  # a STAT frame every status_ms (0: on changes only)
+    # incident: the ball not seen back in the previous result's pocket, no pocket held and
+    # no pass that long (that pocket's sensor dead?): the relaunch is allowed, with a fault
+    "incident_ms": (30000, 5000, 600000),
 }
 
 

@@ -51,6 +51,12 @@ V_FEW_REVS = "few_revs"  # fewer than 4 ball revolutions
 V_OBJECT = "object"  # object in the cylinder
 V_BALL_OUT = "ball_out"  # ball left the wheel
 V_SENSORS = "sensors"  # sensors disagree
+V_POWER = "power"  # the power was cut during the spin, and its end was not seen
+
+# Incident steps (INC's `step`, decree 1-4).
+INC_START = "start"  # the game stopped
+INC_BACK = "ball_back"  # the ball seen back in the previous result's pocket
+INC_RELAUNCH = "relaunch"  # launched again, bets staying closed
 
 # Fault codes.
 F_POCKET_STUCK_ON = "pocket_stuck_on"
@@ -61,6 +67,7 @@ F_ROTOR = "rotor_sensor"
 F_BALL = "ball_sensor"
 F_WATCHDOG = "watchdog"
 F_STORAGE = "storage"
+D_STATE_DAMAGED = "state file damaged"  # F_STORAGE detail: cleared when a session opens
 F_EDGES = "edges_lost"  # ball/rotor edges dropped by a full IRQ buffer (detail: how many)
 
 # --- Wire details added with the frame codec (docs/protocol.md) ---

@@ -35,6 +35,11 @@ class Rotor:
         self._qn = 0  # quarter marks recorded in the current run (saturates)
         self._qi = 0
 
+    def seed(self, a, b):
+        """The channels' levels as read at power-up, before any edge: the first edge then
+        counts the right way instead of being taken for a missed one."""
+        self._ab = (2 if a else 0) | (1 if b else 0)
+
     def edge(self, t, ch_b, level):
         """One edge: ch_b is 0 for channel A, 1 for channel B; level the new pin level."""
         ab = self._ab

@@ -23,9 +23,6 @@ CCW = "ccw"
 WHY_DROP = "drop"  # RNVP: the ball dropped before the predictor called (should never happen)
 WHY_INCIDENT = "incident"  # RNVP: an incident stopped the game
 WHY_POWER = "power"  # RNVP: the firmware restarted during a spin
-_INC_START = "start"
-_INC_BACK = "ball_back"
-_INC_RELAUNCH = "relaunch"
 _ROTOR_ERRORS = const(8)  # invalid quadrature transitions tolerated per spin
 
 
@@ -66,6 +63,10 @@ class Spin:
         self.t_status = 0
         self.dirs_checked = True
         self.resumed = False  # the spin under way was resumed after a power cut
+        self.t_resume = 0
+        self.t_lone = -1  # a pass one sensor alone saw in bets: a launch if another follows
+        self.inc_moving = False  # incident: the ball still passing the track sensors
+        self.t_inc = 0  # ... its last pass, or the incident's start
         self.apply_cfg()
 
     def apply_cfg(self):
@@ -85,11 +86,14 @@ class Spin:
         faults = self.st["faults"]
         if bool(on) == (code in faults):
             return
+        if not on:
+            detail = faults[code]
+        # the frame first: a state saved is never ahead of the journal (rmcfw.recover)
+        self.emit(proto.T_FAULT, ("code", code, "on", 1 if on else 0, "detail", detail))
         if on:
             faults[code] = detail
         else:
-            detail = faults.pop(code)
-        self.emit(proto.T_FAULT, ("code", code, "on", 1 if on else 0, "detail", detail))
+            faults.pop(code)
         self.save()
 
     # --- frames -----------------------------------------------------------------------
@@ -138,7 +142,7 @@ class Spin:
             if sess and sess.get("last3") and sess.get("left") == 0 and s != proto.S_CLOSED:
                 self._close(t, sess["chef"])
         elif s == proto.S_OPEN and self._more_spins():
-            self._set(proto.S_BETS, t)
+            self._set(self._bets(), t)
 
     def on_incident(self, t, active):
         if active and self.state in (proto.S_TRACK, proto.S_RNVP, proto.S_DROPPED):
@@ -149,7 +153,8 @@ class Spin:
         s = self.state
         # (comparisons, not `in (...)`: a tuple of module names is built, on the heap, each time)
         if s == proto.S_BETS or s == proto.S_RESULT:
-            self._launch(t)
+            if self._launching(t):
+                self._launch(t)
         elif s == proto.S_TRACK or s == proto.S_RNVP:
             b = self.ball
             self.emit(
@@ -165,11 +170,15 @@ class Spin:
                 if self.touched:  # the pockets saw it bounce, then lost it: a dead sensor
                     self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
                 self._void(t, proto.V_SENSORS)  # no pocket, yet the ball is on the track
-        elif s == proto.S_INCIDENT and self.inc_back:
-            self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_RELAUNCH))
-            self.frozen = True
-            self.st["incident"] = None  # (saved by the launch)
-            self._launch(t)
+        elif s == proto.S_INCIDENT:
+            if not self.inc_back:
+                self.inc_moving = True  # the ball still runs: it is not back yet
+                self.t_inc = t
+            elif self._launching(t):
+                self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_RELAUNCH))
+                self.frozen = True
+                self.st["incident"] = None  # (saved by the launch)
+                self._launch(t)
 
     def on_pockets(self, t):
         """The pocket picture changed."""
@@ -205,6 +214,16 @@ class Spin:
                 last = b.period_us or c.limit_ms * 1000
                 if ticks.diff(now, b.t_pass) > last // 100 * c.drop_pct:  # stays a small int
                     self._drop(now)
+            elif self.resumed and not b.count:
+                # back from a power cut and no pass since: the ball is in a pocket, or was
+                # already picked up; either way it is off the track
+                if ticks.diff(now, self.t_resume) > c.limit_ms * 10 * c.drop_pct:
+                    self._drop(now)
+                    if not p.count:
+                        # nor in a pocket: picked up while the power was off, unseen
+                        self._void(now, proto.V_POWER)
+                        self._end()
+                        self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
         elif s == proto.S_DROPPED:
             held = ticks.diff(now, p.since)
             if p.count:
@@ -220,25 +239,44 @@ class Spin:
                 and ticks.diff(now, self.t_pocket)
                 >= (c.dead_pocket_ms if self.touched else c.no_pocket_ms) * 1000
             ):
-                if self.touched:
+                if self.resumed:
+                    # its end came about the power cut, and no pocket holds the ball: the
+                    # result was not seen
+                    self._void(now, proto.V_POWER)
+                elif self.touched:
                     # pockets saw the ball bounce, none sees it at rest: a dead sensor
                     self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
                     self._void(now, proto.V_SENSORS)
                 else:
                     self.fault(proto.F_NO_POCKET, 1, "")
                     self._void(now, proto.V_BALL_OUT)
+                self._end()
                 self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
         elif s == proto.S_BETS:
             # Bets open: the ball was picked up (every pocket was seen empty), so a pocket
             # held this long is a sensor stuck on (or something lying in it): mask, report.
             if p.count and ticks.diff(now, p.since) >= c.stuck_on_ms * 1000:
                 self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % p.mask_held(now))
+            if self.t_lone >= 0 and ticks.diff(now, self.t_lone) > c.limit_ms * 1000:
+                self.t_lone = -1  # no pass followed: a glitch, not a launch
         elif s == proto.S_INCIDENT and not self.inc_back:
-            if p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
-                want = self._previous_channel()
+            quiet = ticks.diff(now, self.t_inc)
+            if self.inc_moving and quiet > c.limit_ms * 10 * c.drop_pct:
+                self.inc_moving = False  # no pass for longer than a lap: the ball is stopped
+            want = self._previous_channel()
+            if self.inc_moving:
+                pass
+            elif p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
                 if want < 0 or p.first == want:
                     self.inc_back = True
-                    self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_BACK))
+                    self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_BACK))
+            elif not p.count and want >= 0 and quiet >= c.incident_ms * 1000:
+                # the ball nowhere to be seen this long: that pocket's sensor is likely dead
+                # (the ball lies there unseen). The check cannot be made: the relaunch is let
+                # through, bets closed as ever, and the dead sensor reported.
+                self.fault(proto.F_POCKET_STUCK_OFF, 1, "%d" % want)
+                self.inc_back = True
+                self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_BACK))
         if c.status_ms and ticks.diff(now, self.t_status) >= c.status_ms * 1000:
             self.status(now)
 
@@ -246,7 +284,6 @@ class Spin:
 
     def _launch(self, t):
         st = self.st
-        st["spin"] += 1
         self.void = None
         self.called = False
         self.pred.reset(t)
@@ -255,15 +292,19 @@ class Spin:
         r = self.rotor
         rdir = r.dir
         bdir = self.ball.first_dir
+        # the launch's lasting effects, then its frame, before any save (rmcfw.recover)
+        st["spin"] += 1
+        last = st["rdir"]
+        st["rdir"] = rdir
+        st["run"] = st["spin"]  # a spin under way: resumed after a power cut (resume())
+        st["voided"] = None
+        st["run_void"] = None
         self.emit(
             proto.T_LAUNCH,
             ("spin", st["spin"], "rdir", dir_name(rdir), "bdir", dir_name(bdir)),
         )
         self.fault(proto.F_EDGES, 0)  # a new spin's timing starts clean
         self._set(proto.S_TRACK, t)
-        last = st["rdir"]
-        st["rdir"] = rdir
-        st["run"] = st["spin"]  # a spin under way: resumed after a power cut (resume())
         self.resumed = False
         if self.frozen:
             self.frozen = False
@@ -295,21 +336,46 @@ class Spin:
         ball to be seen back in the previous result's pocket before the relaunch, and bets
         stay closed (the launch after it calls "rien ne va plus" at once)."""
         self.inc_back = False
+        self.inc_moving = True  # until a lap's time without a pass
+        self.t_inc = t
         self._set(proto.S_INCIDENT, t)
+
+    def _launching(self, t):
+        """Whether a pass in bets launches the ball: one seen by both sensors, or a second
+        pass within a lap of one seen by a single sensor (a lone pulse alone is a glitch:
+        it must not open a phantom spin)."""
+        if self.ball.paired or (
+            self.t_lone >= 0 and ticks.diff(t, self.t_lone) <= self.cfg.limit_ms * 1000
+        ):
+            self.t_lone = -1
+            return True
+        self.t_lone = t
+        return False
+
+    def _bets(self):
+        """Bets open: the ball held in a pocket (left there from the last spin) keeps the
+        table in its resting state until it is picked up (not a pocket stuck on)."""
+        return proto.S_RESULT if self.pockets.count else proto.S_BETS
 
     def resume(self, t):
         """After a power cut during a spin (state "run" saved at its launch): the ball may
         still be running. Bets are closed at once (the passes before the cut are lost, no
-        prediction can be made), and the spin goes on to its drop and result."""
+        prediction can be made), and the spin goes on to its drop and result (or, voided,
+        to the ball's rest: its passes are not taken for a new launch)."""
         self.state = proto.S_TRACK
-        self.void = None
+        self.void = self.st["voided"]
         self.called = False
         self.dirs_checked = True
         self.resumed = True
         self.ball.reset()
         self.pockets.mark()
         self.pred.reset(t)
+        self.t_resume = t
         self._call(t, WHY_POWER)
+        why = self.st["run_void"]
+        if why:
+            self.st["run_void"] = None
+            self._void(t, why)  # its launch was void, and the cut kept the VOID in
 
     def _check_call(self, t):
         if not self.called and self.pred.due(t):
@@ -337,7 +403,7 @@ class Spin:
         b = self.ball
         self.t_pocket = t
         self.touched = False  # a pocket held since the drop
-        revs = b.count - 1  # full laps: the launch pass starts the first one
+        revs = b.count - 1 if b.count else 0  # full laps: the launch pass starts the first
         self.emit(proto.T_DROP, ("spin", self.st["spin"], "revs", revs))
         self._set(proto.S_DROPPED, t)
         ch = self.pockets.stuck_on(t)
@@ -352,8 +418,6 @@ class Spin:
             self.fault(proto.F_BALL, 0)
             if revs < self.cfg.min_revs:
                 self._void(t, proto.V_FEW_REVS)
-            elif self.void is None:
-                self.pred.learn_drop()  # only clean spins teach the predictor
 
     def _result(self, t, ch):
         st = self.st
@@ -364,8 +428,13 @@ class Spin:
         elif proto.F_POCKET_STUCK_OFF in st["faults"] and self.pockets.stuck_off() < 0:
             self.fault(proto.F_POCKET_STUCK_OFF, 0)
         if self.void is not None:
+            self._end()
             self._set(proto.S_RESULT, t)  # the ball is at rest, but the spin gives nothing
             return
+        if not self.resumed:
+            # only spins with a result teach the predictor: not a void, not a chip fallen
+            # into a pocket taken for the drop (an incident follows)
+            self.pred.learn_drop()
         ch3 = numbers.chances(label) or ("-", "-", "-")
         self.emit(
             proto.T_RESULT,
@@ -383,6 +452,7 @@ class Spin:
             ),
         )
         st["run"] = None
+        st["voided"] = None
         res = st["results"]
         res.append([st["spin"], label])
         if len(res) > 20:
@@ -396,23 +466,38 @@ class Spin:
         self.save()
         self._set(proto.S_RESULT, t)
 
-    def _void(self, t, reason):
+    def _void(self, t, reason, save=True):
         if self.void is not None:
             return  # one reason per spin: the first found
         self.void = reason
-        self.st["run"] = None  # settled: nothing to resume
         self.emit(proto.T_VOID, ("spin", self.st["spin"], "reason", reason))
-        self.save()
+        # settled, but its ball may still run: resumed after a cut, not taken for a launch
+        self.st["voided"] = reason
+        self.st["run_void"] = None
+        if save:
+            self.save()
+
+    def _end(self):
+        """The spin's ball is at rest, or off the wheel: nothing left to resume."""
+        st = self.st
+        if st["run"] is not None:
+            st["run"] = None
+            st["voided"] = None
+            self.save()
 
     def _incident(self, t, what):
         if self.state == proto.S_INCIDENT:
             return
         if not self.called:
             self._call(t, WHY_INCIDENT)
-        self.st["incident"] = self.st["spin"]  # saved with the void: survives a power cut
-        self._void(t, proto.V_OBJECT)
-        self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", _INC_START))
+        self._void(t, proto.V_OBJECT, False)
+        self.st["incident"] = self.st["spin"]  # survives a power cut
+        self.st["run"] = None  # stopped: the relaunch is a spin of its own
+        self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_START))
+        self.save()
         self.inc_back = False
+        self.inc_moving = True  # until a lap's time without a pass
+        self.t_inc = t
         self._set(proto.S_INCIDENT, t)
 
     def _previous_channel(self):
@@ -436,12 +521,16 @@ class Spin:
         if self.state != proto.S_CLOSED:
             return False, proto.A_BUSY
         st = self.st
-        st["sessions"] += 1
-        st["session"] = {"id": st["sessions"], "chef": chef, "spins": 0, "last3": 0, "left": 0}
+        n = st["sessions"] + 1
+        # the frame first: a chef id the line cannot carry raises here, before any change
+        self.emit(proto.T_SESSION_OPEN, ("chef", chef, "session", n))
+        st["sessions"] = n
+        st["session"] = {"id": n, "chef": chef, "spins": 0, "last3": 0, "left": 0}
         self.fault(proto.F_WATCHDOG, 0)
-        self.emit(proto.T_SESSION_OPEN, ("chef", chef, "session", st["sessions"]))
+        if st["faults"].get(proto.F_STORAGE) == proto.D_STATE_DAMAGED:
+            self.fault(proto.F_STORAGE, 0)  # seen, and a new session starts from here
         self.save()
-        self._set(proto.S_BETS if not self.lid else proto.S_OPEN, t)
+        self._set(self._bets() if not self.lid else proto.S_OPEN, t)
         return True, ""
 
     def close_session(self, t, chef):

@@ -60,7 +60,9 @@ def defaults():
         "spin": 0,  # spins launched so far (never reused)
         "results": [],  # [spin, number] of the last RESULTS_KEPT results, newest last
         "rdir": 0,  # rotor direction of the last launch (+1 cw, -1 ccw, 0 none)
-        "run": None,  # spin under way (launched, no result or void yet)
+        "run": None,  # spin under way: launched, its ball not yet at rest (or stopped)
+        "voided": None,  # its void reason, once sent
+        "run_void": None,  # its void owed: due by its launch, unsent at a cut (rmcfw.recover)
         "incident": None,  # spin whose incident (decree 1-4) awaits the ball back and relaunch
         "session": None,  # open session: {"id", "chef", "spins", "last3", "left"}
         "sessions": 0,  # sessions opened so far

@@ -3,6 +3,7 @@
 # host replaying a trace drives it.
 #
 #   t = Table(wheel, emit, store=Store(), board=None)
+#   t.recover(frames, last)                # the frames journaled after the last save
 #   t.start(now_us, reset="power")         # BOOT, faults still present, STAT
 #   t.feed(t_us, channel, value)           # one sensor event (rmcfw.channels numbering)
 #   t.scan(t_us, buf5)                     # a 74HC165 snapshot of the 39 pockets
@@ -10,10 +11,11 @@
 #   t.handle(cmd, fields) -> (ok, detail)  # host commands (the wire's handler signature)
 #
 # Times are microseconds on the ticks_us clock (rmcfw.ticks: wrapped to 30 bits).
-from rmcfw import ball, channels, config, pockets, proto, rnvp, rotor, spin, store, ticks
+from rmcfw import ball, channels, config, pockets, proto, recover, rnvp, rotor, spin, store, ticks
 from rmcfw.frames import wheel_id
 
 FW = "rmcfw-1.0"
+_SAVE_FAILED = "save"  # F_STORAGE's detail in the state: cleared by the next save that works
 
 
 class Table:
@@ -62,27 +64,45 @@ class Table:
 
     # --- power-safe state -------------------------------------------------------------
 
-    def save(self):
-        if self.store is None or self._saving:
-            return
+    def _write(self):
         st = self.st
         st["cfg"] = self.cfg.changed()
         st["learn"] = rnvp.export(self.pred)
         if self.seq is not None:
             st["seq"] = self.seq()
+        self.store.save(st)
+
+    def save(self):
+        if self.store is None or self._saving:
+            return
+        st = self.st
         self._saving = True
         try:
-            self.store.save(st)
-            if proto.F_STORAGE in st["faults"]:
+            self._write()
+            if st["faults"].get(proto.F_STORAGE) == _SAVE_FAILED:
                 self.spin.fault(proto.F_STORAGE, 0)  # saves again, guarded by _saving
                 self._saving = False
-                self.store.save(st)
+                self._write()
         except OSError as e:
             if proto.F_STORAGE not in st["faults"]:
-                st["faults"][proto.F_STORAGE] = "save"
                 self.emit(proto.T_FAULT, ("code", proto.F_STORAGE, "on", 1, "detail", str(e)))
+                st["faults"][proto.F_STORAGE] = _SAVE_FAILED
         finally:
             self._saving = False
+
+    def recover(self, journaled, last=None):
+        """Before start(): apply the frames journaled after the last save ((type, fields)
+        pairs, oldest first: rmcfw.recover.journaled_after), so that a power cut between a
+        frame and the state that follows from it loses nothing. last: the journal's newest
+        (boot, seq): a boot number is never used twice, even when the state file was lost."""
+        st = self.st
+        for ftype, fields in journaled:
+            try:
+                recover.apply(st, ftype, fields)
+            except (KeyError, ValueError, TypeError):
+                pass  # a frame of another layout: nothing of it to keep
+        if last is not None and last[0] > st["boot"]:
+            st["boot"] = last[0]
 
     def start(self, now, reset="power", boot=None):
         """After power-up: count the boot, say so, report the faults still present."""
@@ -91,9 +111,17 @@ class Table:
         st["boot"] += 1
         faults = st["faults"]
         if self.store is not None and self.store.damaged:
-            faults[proto.F_STORAGE] = "state file damaged"
+            faults[proto.F_STORAGE] = proto.D_STATE_DAMAGED  # until the next session opens
         if reset == "watchdog":
             faults[proto.F_WATCHDOG] = "reset"
+        self.spin.state = proto.S_OPEN if st["session"] else proto.S_CLOSED  # as recovered
+        # the boot counted before BOOT goes out: a cut in between skips a number, never
+        # sends two boots under one (no frame before BOOT: a failure is reported below)
+        if self.store is not None:
+            try:
+                self._write()
+            except OSError:
+                pass
         codes = ",".join(sorted(faults))
         if boot is None:
             self.emit(

@@ -68,6 +68,7 @@ VOID_REASONS = frozenset(
         proto.V_OBJECT,
         proto.V_BALL_OUT,
         proto.V_SENSORS,
+        proto.V_POWER,
     )
 )
 MIN_REVS = 4

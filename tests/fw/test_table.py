@@ -348,3 +348,397 @@ def test_power_cut_during_an_incident_keeps_the_procedure():
     res = fr2.of(proto.T_RESULT)
     assert [(r["spin"], r["num"]) for r in res] == [(3, WHEEL[25])], res
     assert tb2.st["incident"] is None
+
+
+class _Cut(BaseException):
+    """The power going off (no Exception: nothing in the firmware may catch it)."""
+
+
+class _Power:
+    """Counts the persistent steps (frames journaled, states saved) left before the cut."""
+
+    def __init__(self):
+        self.left = -1  # no cut
+
+    def step(self):
+        if self.left == 0:
+            raise _Cut()
+        if self.left > 0:
+            self.left -= 1
+
+
+class _CutStore(store.Store):
+    def __init__(self, folder, power):
+        store.Store.__init__(self, folder)
+        self.power = power
+
+    def save(self, state):
+        self.power.step()  # a cut inside the save itself: test_store
+        store.Store.save(self, state)
+
+
+class _Journal(Frames):
+    """The frames sent, kept through a cut as the board's journal keeps them."""
+
+    def __init__(self, power):
+        Frames.__init__(self)
+        self.power = power
+
+    def __call__(self, ftype, fields=()):
+        self.power.step()
+        Frames.__call__(self, ftype, fields)
+
+
+# rotor direction, ball direction, pocket channel: the third spin's rotor is not reversed
+_PLAN = ((1, -1, 12), (-1, 1, 20), (-1, 1, 5), (1, -1, 7))
+
+
+def _session_events():
+    ev = []
+    t = 5_000_000
+    for rdir, bdir, pocket in _PLAN:
+        e, _, t_end = spin_events(t, rdir, bdir, pocket)
+        ev += e
+        ev.append((t_end + 1000, pocket, 0))  # the croupier picks the ball up
+        t = t_end + 5_000_000
+    ev.sort(key=lambda e: e[0])
+    return ev, t
+
+
+def _table_on(folder, journal, power):
+    tb = table.Table(WHEEL, journal, _CutStore(folder, power))
+    tb.seq = lambda: len(journal.frames)  # the seq of the last frame sent, saved with the state
+    # the frames journaled after the last save (the board: rmcfw.recover.journaled_after)
+    tb.recover(journal.frames[tb.st["seq"] :])
+    return tb
+
+
+def _cut_session(ev, t_end, steps):
+    """The session with the power cut after `steps` persistent steps and back 1 ms later:
+    the journal's frames and the spin under way at the cut, or None when the session ended
+    first."""
+    power = _Power()
+    d = scratch_dir()
+    j = _Journal(power)
+    tb = _table_on(d, j, power)
+    tb.start(0)
+    tb.handle(proto.C_OPEN, {"chef": "C1"})
+    tb.feed(1000, channels.LID, 0)
+    power.left = steps
+    try:
+        run(tb, ev, until=t_end, step_us=4000)  # (polls 4 ms apart: the test runs 100 sessions)
+        return None
+    except _Cut:
+        t_cut = tb.now
+        n_cut = tb.st["spin"]
+    power.left = -1
+    t_on = t_cut + 1000
+    tb2 = _table_on(d, j, power)
+    tb2.start(t_on)
+    tb2.feed(t_on, channels.LID, 0)
+    level = {channels.ROTOR_A: 0, channels.ROTOR_B: 0}
+    for t, c, v in ev:
+        if t <= t_cut and (c < channels.POCKETS or c in level):
+            level[c] = v
+    # the sensors as the board reads them at power-up
+    tb2.rotor.seed(level.pop(channels.ROTOR_A), level.pop(channels.ROTOR_B))
+    for c in level:
+        if level[c]:
+            tb2.feed(t_on, c, 1)
+    run(tb2, [e for e in ev if e[0] > t_on], until=t_end + 20_000_000, step_us=4000)
+    return j.frames, n_cut
+
+
+def test_a_power_cut_at_any_frame_or_save_settles_each_spin_once():
+    # Frames are journaled before the state that follows from them is saved; the frames
+    # after the last save are applied at power-up (rmcfw.recover). Whichever step the power
+    # is cut at, no spin number is used twice, no spin is settled twice or lost, and a
+    # result is always the pocket the ball rested in.
+    ev, t_end = _session_events()
+    rest = {n + 1: WHEEL[_PLAN[n][2]] for n in range(len(_PLAN))}
+    want = {1: rest[1], 2: rest[2], 3: proto.V_NOT_REVERSED, 4: rest[4]}
+    steps = 0
+    while True:
+        out = _cut_session(ev, t_end, steps)
+        if out is None:
+            break
+        frames, n_cut = out
+        launched = [f["spin"] for t, f in frames if t == proto.T_LAUNCH]
+        assert launched == sorted(set(launched)), (steps, launched)
+        settled = {}
+        for t, f in frames:
+            if t == proto.T_RESULT or t == proto.T_VOID:
+                got = f["num"] if t == proto.T_RESULT else f["reason"]
+                assert f["spin"] not in settled, (steps, f["spin"], settled[f["spin"]], got)
+                settled[f["spin"]] = got
+                if t == proto.T_RESULT:
+                    assert got == rest[f["spin"]], (steps, f)
+        assert sorted(settled) == sorted(want), (steps, settled)
+        # Only the spin the cut fell in, and the next, may differ: a void for its end not
+        # seen (power), or for a launch before the rotor's direction was seen again after
+        # power-up (sensors); then the next spin has no direction to be checked against.
+        for n in settled:
+            if settled[n] != want[n]:
+                assert n in (n_cut, n_cut + 1), (steps, n_cut, settled)
+                assert settled[n] in (rest[n], proto.V_POWER, proto.V_SENSORS), (steps, settled)
+        steps += 1
+    assert steps > 60, steps  # every frame and save of the session was a cut point
+
+
+def test_the_frames_after_the_last_save_are_read_back_from_the_journal():
+    # The board's path: a real journal of encoded frames, a state saved with its (boot, seq),
+    # frames sent after it; journaled_after() gives those back, decoded, to recover().
+    from rmcfw import frames, recover
+    from rmcfw.journal import Journal
+
+    d = scratch_dir()
+    j = Journal(d + "/journal")
+    j.start()
+    enc = frames.Encoder("T01", 1)
+
+    def emit(ftype, fields):
+        j.append(bytes(enc.frame(ftype, fields)))
+
+    tb = table.Table(WHEEL, emit, store.Store(d))
+    tb.seq = lambda: enc.seq
+    tb.start(0)
+    tb.handle(proto.C_OPEN, {"chef": "C1"})
+    tb.feed(1000, channels.LID, 0)
+    t = play(tb, 5_000_000, 1, -1, 12)
+    saved = store.Store(d).load()
+    assert saved["boot"] == 1 and 10 < saved["seq"] <= enc.seq
+    # sent, and the power cut before the state was saved: a launch and its result
+    emit(proto.T_LAUNCH, ("spin", 2, "rdir", "ccw", "bdir", "cw"))
+    emit(proto.T_RESULT, ("spin", 2, "num", "25", "colour", "rouge", "parity", "impair"))
+    j.close()
+    j2 = Journal(d + "/journal")
+    tb2 = table.Table(WHEEL, Frames(), store.Store(d))
+    got = list(recover.journaled_after(j2, tb2.st))
+    assert len(got) == enc.seq - saved["seq"]  # every frame after the save, in order
+    assert [ftype for ftype, _ in got if ftype != proto.T_STATUS] == [
+        proto.T_LAUNCH,
+        proto.T_RESULT,
+    ]
+    tb2.recover(got, j2.last())
+    assert tb2.st["spin"] == 2 and tb2.st["rdir"] == -1 and tb2.st["run"] is None
+    assert tb2.st["results"] == [[1, WHEEL[12]], [2, "25"]]
+    assert tb2.st["session"]["spins"] == 2
+    # applying them again changes nothing (a cut during the recovery itself)
+    tb2.recover(got)
+    assert tb2.st["results"] == [[1, WHEEL[12]], [2, "25"]]
+    assert tb2.st["session"]["spins"] == 2
+    assert t
+
+
+def test_a_lost_state_file_takes_its_boot_spin_and_results_from_the_journal():
+    # A state file refused at power-up (damaged): the whole journal is applied, and the boot
+    # number continues from the journal's, so no (boot, seq) and no spin number is reused.
+    from rmcfw import frames, recover
+    from rmcfw.journal import Journal
+
+    d = scratch_dir()
+    j = Journal(d + "/journal")
+    j.start()
+    enc = frames.Encoder("T01", 3)
+    for line in (
+        (proto.T_BOOT, ("fw", "x", "wheel", "-", "reset", "power", "faults", "")),
+        (proto.T_SESSION_OPEN, ("chef", "C1", "session", 4)),
+        (proto.T_LAUNCH, ("spin", 40, "rdir", "cw", "bdir", "ccw")),
+        (proto.T_RESULT, ("spin", 40, "num", "00", "colour", "vert")),
+        (proto.T_FAULT, ("code", proto.F_ROTOR, "on", 1, "detail", "errors")),
+    ):
+        j.append(bytes(enc.frame(*line)))
+    j.close()
+    with open(d + "/" + store.DAT, "w") as f:
+        f.write("{garbled")
+    j2 = Journal(d + "/journal")
+    fr = Frames()
+    tb = table.Table(WHEEL, fr, store.Store(d))
+    assert tb.st["boot"] == 0  # the defaults
+    tb.recover(recover.journaled_after(j2, tb.st), j2.last())
+    tb.start(0)
+    assert tb.st["boot"] == 4
+    assert tb.st["spin"] == 40 and tb.st["results"] == [[40, "00"]]
+    assert tb.st["session"]["id"] == 4 and tb.spin.state == proto.S_OPEN
+    assert proto.F_STORAGE in tb.st["faults"] and proto.F_ROTOR in tb.st["faults"]
+
+
+def test_the_boot_is_counted_on_flash_before_it_is_announced():
+    # A cut right after BOOT went out: the next power-up must not announce the same boot.
+    power = _Power()
+    d = scratch_dir()
+    j = _Journal(power)
+    tb = _table_on(d, j, power)
+    power.left = 1  # the save before BOOT, then the cut at BOOT
+    try:
+        tb.start(0)
+    except _Cut:
+        pass
+    power.left = -1
+    tb2 = _table_on(d, j, power)
+    tb2.start(10)
+    assert tb2.st["boot"] == 2, tb2.st["boot"]
+
+
+def test_a_spin_whose_ball_was_picked_up_while_the_power_was_off_is_void():
+    # The cut during the run; the power back once the croupier has picked the ball up.
+    # The spin is voided for the power (its result unseen) soon after, and the next launch
+    # is a spin of its own, not taken for the old one's passes.
+    d = scratch_dir()
+    tb, _fr = open_table(store.Store(d))
+    t = play(tb, 5_000_000, 1, -1, 12)
+    ev, _t_rest, t_end = spin_events(t + 5_000_000, -1, 1, 20)
+    t_cut = t + 5_000_000 + 4_000_000
+    run(tb, [e for e in ev if e[0] < t_cut])
+    t_on = t_end + 1_000_000  # the ball came to rest, and was picked up
+    tb2, fr2 = power_back(d, t_on)
+    run(tb2, [], until=t_on + 3_000_000)
+    assert fr2.of(proto.T_VOID) == [{"spin": 2, "reason": proto.V_POWER}], fr2.frames
+    assert tb2.spin.state == proto.S_BETS
+    assert tb2.st["run"] is None
+    play(tb2, t_on + 5_000_000, 1, -1, 7)
+    assert fr2.of(proto.T_LAUNCH)[-1]["spin"] == 3
+    assert fr2.of(proto.T_RESULT)[-1]["num"] == WHEEL[7]
+    assert tb2.st["results"] == [[1, WHEEL[12]], [3, WHEEL[7]]]
+
+
+def test_a_voided_spin_cut_mid_run_is_not_taken_for_a_new_launch():
+    # The launch is void (rotor not reversed), the power is cut while its ball still runs:
+    # at power-up the passes are the void spin's, no phantom launch and no result for it.
+    d = scratch_dir()
+    tb, fr = open_table(store.Store(d))
+    t = play(tb, 5_000_000, 1, -1, 12)
+    ev, _t_rest, t_end = spin_events(t + 5_000_000, 1, -1, 20)  # rotor cw again
+    t_cut = t + 5_000_000 + 3_000_000
+    run(tb, [e for e in ev if e[0] < t_cut])
+    assert fr.of(proto.T_VOID) == [{"spin": 2, "reason": proto.V_NOT_REVERSED}]
+    t_on = t_cut + 500_000
+    tb2, fr2 = power_back(d, t_on)
+    run(tb2, [e for e in ev if e[0] > t_on], until=t_end)
+    tb2.feed(t_end + 1000, 20, 0)
+    assert not fr2.of(proto.T_LAUNCH) and not fr2.of(proto.T_RESULT), fr2.frames
+    assert tb2.spin.state == proto.S_BETS and tb2.st["run"] is None
+
+
+def test_a_lone_ball_pulse_in_bets_is_no_launch():
+    # One ball sensor glitching once while bets are open: no phantom spin (which would
+    # have voided itself and made the next real spin "rotor not reversed").
+    tb, fr = open_table()
+    t = play(tb, 5_000_000, 1, -1, 12)
+    run(tb, [(t + 1_000_000, channels.BALL_A, 1)], until=t + 4_000_000)
+    assert not fr.of(proto.T_LAUNCH)[1:] and tb.spin.state == proto.S_BETS, fr.frames
+    play(tb, t + 5_000_000, -1, 1, 20)
+    assert [f["spin"] for f in fr.of(proto.T_LAUNCH)] == [1, 2]
+    assert fr.of(proto.T_RESULT)[-1] == {
+        "spin": 2,
+        "num": WHEEL[20],
+        "colour": numbers.colour(WHEEL[20]),
+        "parity": numbers.chances(WHEEL[20])[1],
+        "half": numbers.chances(WHEEL[20])[2],
+    }
+    assert not fr.of(proto.T_VOID)
+
+
+def test_a_ball_seen_by_one_sensor_still_launches_at_its_second_pass():
+    # A sensor missing the launch pass: the next pass, a lap later, confirms the launch.
+    tb, fr = open_table()
+    ev, _t_rest, t_end = spin_events(5_000_000, 1, -1, 12)
+    first = min(t for t, c, _ in ev if c in (channels.BALL_A, channels.BALL_B))
+    ev = [e for e in ev if not (e[0] == first and e[1] in (channels.BALL_A, channels.BALL_B))]
+    ev.append((first, channels.BALL_B, 1))  # B alone saw it
+    ev.sort(key=lambda e: e[0])
+    run(tb, ev, until=t_end)
+    assert [f["spin"] for f in fr.of(proto.T_LAUNCH)] == [1]
+    assert fr.of(proto.T_RESULT)[-1]["num"] == WHEEL[12]
+
+
+def test_an_incident_whose_ball_back_pocket_is_dead_does_not_lock_the_table():
+    # The previous result's pocket sensor is dead: the ball put back there is not seen.
+    # After incident_ms with no pocket held and no pass, the relaunch is let through (bets
+    # stay closed) and the dead sensor is reported; the session can then go on and close.
+    tb, fr = open_table()
+    t = play(tb, 5_000_000, 1, -1, 12)
+    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
+    t_inc = t + 5_000_000 + 3_000_000
+    run(tb, [e for e in ev if e[0] < t_inc])
+    tb.feed(t_inc, channels.INCIDENT, 1)
+    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    assert tb.spin.state == proto.S_INCIDENT
+    run(tb, [], until=t_inc + 20_000_000)
+    assert fr.of(proto.T_INCIDENT) == [{"spin": 2, "step": "start"}]  # not yet
+    run(tb, [], until=t_inc + 31_000_000)
+    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "ball_back"}
+    dead = {"code": proto.F_POCKET_STUCK_OFF, "on": 1, "detail": "12"}
+    assert dead in fr.of(proto.T_FAULT)
+    t = play(tb, t_inc + 32_000_000, 1, -1, 25)
+    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "relaunch"}
+    assert fr.of(proto.T_RNVP)[-1]["why"] == "incident"
+    assert fr.of(proto.T_RESULT)[-1]["spin"] == 3
+    tb.handle(proto.C_LAST_THREE, {})
+    for i in range(3):
+        t = play(tb, t + 5_000_000, -1 if i % 2 == 0 else 1, 1 if i % 2 == 0 else -1, 5 + i)
+    tb.feed(t, channels.LID, 1)
+    assert tb.spin.state == proto.S_CLOSED
+
+
+def test_a_chip_taken_for_the_drop_teaches_the_predictor_nothing():
+    # A chip falls into a pocket while the ball runs: taken for the drop at first, then the
+    # ball's next pass shows an incident. Only spins with a result teach the predictor. And
+    # with no previous result to go back to, the chip is not "the ball back" while the ball
+    # still runs.
+    tb, fr = open_table()
+    ev, _t_rest, t_end = spin_events(5_000_000, 1, -1, 12)
+    passes = sorted(t for t, c, _ in ev if c == channels.BALL_A)
+    t_chip = passes[6] + 100_000
+    ev.append((t_chip, 30, 1))
+    ev = [e for e in ev if e[0] < t_end - 3_000_000]
+    ev.sort(key=lambda e: e[0])
+    learned = tb.pred.learned
+    run(tb, ev, until=passes[9])
+    assert tb.spin.state == proto.S_INCIDENT, fr.types()
+    assert tb.pred.learned == learned
+    assert fr.of(proto.T_INCIDENT) == [{"spin": 1, "step": "start"}]  # the ball still runs
+    run(tb, [], until=passes[-1] + 5_000_000)  # the ball stopped, the chip lies in 30
+    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 1, "step": "ball_back"}
+
+
+def test_bets_opening_with_the_ball_in_a_pocket_is_no_stuck_sensor():
+    # The ball left in its pocket when the session opens: the table rests until it is
+    # picked up, with no pocket_stuck_on fault.
+    fr = Frames()
+    tb = table.Table(WHEEL, fr, None)
+    tb.start(0)
+    tb.feed(500, 17, 1)  # the ball lies in pocket 17
+    assert tb.handle(proto.C_OPEN, {"chef": "C1"}) == (True, "")
+    tb.feed(1000, channels.LID, 0)
+    assert tb.spin.state == proto.S_RESULT
+    run(tb, [], until=5_000_000)
+    assert not fr.of(proto.T_FAULT), fr.of(proto.T_FAULT)
+    tb.feed(5_000_001, 17, 0)  # picked up
+    assert tb.spin.state == proto.S_BETS
+    play(tb, 8_000_000, 1, -1, 12)
+    assert fr.of(proto.T_RESULT)[-1]["num"] == WHEEL[12]
+
+
+def test_a_chef_id_the_line_cannot_carry_changes_nothing():
+    # OPEN with a chef id too long for a frame: refused, and no session opened in memory
+    # for the next save to keep.
+    from rmcfw import commands, frames
+    from rmcfw.journal import Journal
+
+    d = scratch_dir()
+    j = Journal(d + "/journal")
+    j.start()
+    enc = frames.Encoder("T01", 1)
+    out = []
+    tb = table.Table(WHEEL, None, store.Store(d))
+    w = commands.Wire(enc, j, out.append, handler=tb.handle)
+    tb.emit = w.emit
+    tb.start(0)
+    host = commands.Commander("T01")
+    w.feed(host.line(proto.C_OPEN, ("chef", "C" * 215), boot=1) + b"\n")
+    ack = frames.decode(bytes(out[-1]))
+    assert ack.type == proto.T_ACK and ack.fields["ok"] == "0", ack.fields
+    assert tb.st["session"] is None and tb.spin.state == proto.S_CLOSED
+    tb.save()
+    assert store.Store(d).load()["session"] is None

@@ -1,0 +1,115 @@
+# The state after a power cut: the saved state, plus the frames journaled after it.
+#
+# Every frame that changes what must survive a cut (a launch, a result, a void, a fault, a
+# session opened or closed, the last three announced, an incident) is journaled before the
+# state that follows from it is saved (rmcfw.spin). A cut between the two leaves a journal one
+# step ahead of the state file; without this, the table would settle a spin twice, reuse a
+# spin number, or give a voided spin a result. At power-up the frames journaled after the
+# last save (state "boot" and "seq") are applied here, in order, before anything is sent.
+#
+# apply() takes a frame as (type, fields), fields a dict whose values are the frame's text
+# (from the journal) or the values emitted (tests): both read the same way. Frames that change
+# nothing persistent (REV, RNVP, DROP, STAT, ACK ...) are ignored; applying a frame whose
+# effect the state already holds changes nothing.
+from rmcfw import frames, proto, store
+
+
+def _dir(text):
+    return 1 if text == "cw" else (-1 if text == "ccw" else 0)
+
+
+def apply(st, ftype, fields):
+    """Apply one journaled frame's lasting effect to the state dict st."""
+    if ftype == proto.T_LAUNCH:
+        n = int(fields["spin"])
+        if n > st["spin"]:
+            rdir = _dir(fields.get("rdir"))
+            bdir = _dir(fields.get("bdir"))
+            # the launch's own checks (rmcfw.spin._launch), whose VOID the cut may have
+            # kept from going out: resume() sends it
+            why = None
+            if rdir == 0:
+                why = proto.V_SENSORS
+            elif rdir == st["rdir"]:
+                why = proto.V_NOT_REVERSED
+            elif bdir == rdir:
+                why = proto.V_SAME_DIR
+            st["spin"] = n
+            st["rdir"] = rdir
+            st["run"] = n
+            st["voided"] = None
+            st["run_void"] = why
+    elif ftype == proto.T_VOID:
+        if st["run"] == int(fields["spin"]):
+            st["voided"] = str(fields["reason"])  # its ball may still be running
+            st["run_void"] = None
+    elif ftype == proto.T_RESULT:
+        n = int(fields["spin"])
+        res = st["results"]
+        if res and res[-1][0] >= n:
+            return  # already saved
+        res.append([n, str(fields["num"])])
+        if len(res) > store.RESULTS_KEPT:
+            res.pop(0)
+        if st["run"] == n:
+            st["run"] = None
+            st["voided"] = None
+            st["run_void"] = None
+        sess = st["session"]
+        if sess:
+            sess["spins"] += 1
+            if sess.get("last3"):
+                sess["left"] -= 1
+    elif ftype == proto.T_LAST_THREE:
+        sess = st["session"]
+        if sess:
+            sess["last3"] = int(fields["last"])
+            sess["left"] = int(fields["left"])
+    elif ftype == proto.T_SESSION_OPEN:
+        n = int(fields["session"])
+        if n > st["sessions"]:
+            st["sessions"] = n
+            st["session"] = {
+                "id": n,
+                "chef": str(fields["chef"]),
+                "spins": 0,
+                "last3": 0,
+                "left": 0,
+            }
+    elif ftype == proto.T_SESSION_CLOSE:
+        sess = st["session"]
+        if sess and sess["id"] == int(fields["session"]):
+            st["session"] = None
+            st["incident"] = None
+    elif ftype == proto.T_INCIDENT:
+        step = fields.get("step")
+        if step == proto.INC_START:
+            n = int(fields["spin"])
+            st["incident"] = n
+            if st["run"] == n:
+                st["run"] = None  # stopped: the relaunch is a spin of its own
+        elif step == proto.INC_RELAUNCH:
+            st["incident"] = None
+    elif ftype == proto.T_FAULT:
+        code = str(fields["code"])
+        if str(fields.get("on")) == "1":
+            st["faults"][code] = str(fields.get("detail", ""))
+            if code == proto.F_ROTOR and st["run"] == st["spin"] and not st["voided"]:
+                st["run_void"] = proto.V_SENSORS  # raised at a launch: its VOID follows
+        else:
+            st["faults"].pop(code, None)
+
+
+def journaled_after(journal, st, tick=None):
+    """(type, fields) of the frames a rmcfw.journal.Journal holds after the state's last
+    save, oldest first. With no state saved (a new board, or a state file lost), the whole
+    journal: the spin numbers, results, session and faults come back from it. tick(): called
+    at each frame (a board feeds its watchdog: the whole journal takes a while to read)."""
+    for line in journal.frames(st["boot"], st["seq"] + 1):
+        if tick is not None:
+            tick()
+        try:
+            f = frames.decode(line)
+        except ValueError:  # FrameError (and CrcError): a line torn by a cut is no frame
+            continue
+        yield f.type, f.fields
