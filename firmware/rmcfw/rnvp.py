@@ -121,6 +121,7 @@ class Predictor:
         self.lead_s = lead_s
         self.lead_revs = lead_revs  # > 0: lead counted in revolutions instead of seconds
         self.limit_s = limit_s
+        self.limit_set = False  # limit_s set by hand (SET limit_ms): kept as it is
         self.to_drop = to_drop
         self.margin = margin  # log margin on v_c for a pass call: errs early, not late
         self.young = 0.5  # extra margin without a prior, divided by the spins learned + 1
@@ -220,8 +221,9 @@ class Predictor:
 
     def limit(self):
         """The safety limit on a lap (s): limit_s, or for a wheel known to drop at a slower
-        period, a little more than that period (no lap on the track can last longer)."""
-        if self.has_prior or self.learned >= 8:
+        period, a little more than that period (no lap on the track can last longer); a
+        limit set by hand is kept, even below that (an earlier call is the safe side)."""
+        if not self.limit_set and (self.has_prior or self.learned >= 8):
             slow = 1.05 * exp(-0.5 * (self.c - self.spread))
             if slow > self.limit_s:
                 return slow

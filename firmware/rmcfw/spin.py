@@ -75,6 +75,7 @@ class Spin:
         p.lead_s = c.lead_ms / 1000
         p.lead_revs = c.lead_revs
         p.limit_s = c.limit_ms / 1000
+        p.limit_set = "limit_ms" in c.changed()
         p.set_prior(c.drop_ms / 1000)
         self.ball.pair_us = c.pair_ms * 1000
         self.rotor.stop_us = c.rotor_stop_ms * 1000
@@ -571,6 +572,14 @@ class Spin:
 
     def recall(self, n):
         res = self.st["results"][-n:] if n > 0 else []
-        games = ";".join("%d:%s" % (s, label) for s, label in res)
-        self.emit(proto.T_RECALL, ("n", len(res), "games", games))
-        return True, ""
+        while True:
+            games = ";".join("%d:%s" % (s, label) for s, label in res)
+            try:
+                self.emit(proto.T_RECALL, ("n", len(res), "games", games))
+                return True, ""
+            except ValueError:
+                # longer than a line (a keyed frame, long spin numbers): the newest games
+                # that fit, n saying how many
+                if not res:
+                    raise
+                res = res[1:]

@@ -742,3 +742,37 @@ def test_a_chef_id_the_line_cannot_carry_changes_nothing():
     assert tb.st["session"] is None and tb.spin.state == proto.S_CLOSED
     tb.save()
     assert store.Store(d).load()["session"] is None
+
+
+_GEOMETRY = {"ball_track_radius_m": 0.395, "drop_angle_deg": 41.0}  # hardware/wheel.json's
+
+
+def test_a_safety_limit_set_by_hand_is_kept():
+    # The default wheel drops at ~1.35 s laps: its default limit rises to 1.05 x that. A
+    # limit set by hand below it (an earlier call: the safe side) is kept as it is.
+    tb = table.Table({"pockets": WHEEL, "geometry": _GEOMETRY}, Frames())
+    tb.start(0)
+    assert tb.pred.limit() > 1.4
+    assert tb.handle(proto.C_SET, {"key": "limit_ms", "value": "800"}) == (True, "")
+    assert tb.pred.limit() == 0.8
+
+
+def test_a_recall_longer_than_a_line_sends_the_newest_games_that_fit():
+    # 20 games with five-digit spin numbers, on a keyed line, a month after boot: not all
+    # fit in one frame.
+    from rmcfw import frames
+
+    key = bytes(range(16))
+    enc = frames.Encoder("T01", 3, key)
+    out = []
+
+    def emit(ftype, fields):
+        out.append(frames.decode(bytes(enc.frame(ftype, fields, ms=3_000_000_000)), key))
+
+    tb = table.Table(WHEEL, emit)
+    tb.st["results"] = [[10000 + i, "CMC" if i % 2 else "36"] for i in range(20)]
+    assert tb.handle(proto.C_RECALL, {"n": "20"}) == (True, "")
+    f = out[-1]
+    games = f.fields["games"].split(";")
+    assert 10 <= int(f.fields["n"]) == len(games) < 20, f.fields
+    assert games[-1] == "10019:CMC"  # the newest kept, oldest left out
