@@ -5,8 +5,10 @@
 # boot starts a new segment, so a line torn by a power cut stays alone at the end of an old
 # segment, where its CRC rejects it; every line before it is intact. A cut at any instant
 # therefore leaves the journal as it was before the frame or with the frame. Oldest
-# segments are deleted once there are more than `segments` of them (deleting after creating
-# the new one: a cut in between only leaves one segment too many, removed at the next start).
+# segments are deleted once the older ones hold more than (segments - 1) x per_segment frames,
+# so that frequent boots (short segments) do not shorten the history; and once there are more
+# than 4 x segments files, which bounds the folder in a boot loop (deleting after creating the
+# new one: a cut in between only leaves one segment too many, removed at the next start).
 import os
 
 from micropython import const
@@ -32,6 +34,7 @@ class Journal:
             pass  # exists already
         self._segs = self._scan()
         self._firsts = {}  # segment number -> (boot, seq) of its first valid line, or None
+        self._lens = {}  # segment number -> its lines (counted once, for _trim)
 
     def _scan(self):
         segs = []
@@ -56,10 +59,40 @@ class Journal:
         self._count = 0
         self._trim()
 
+    def _len(self, seg):
+        n = self._lens.get(seg)
+        if n is None:
+            n = 0
+            try:
+                f = open(self._path(seg), "rb")
+            except OSError:
+                return 0
+            try:
+                while True:
+                    chunk = f.read(512)
+                    if not chunk:
+                        break
+                    n += chunk.count(b"\n")
+            finally:
+                f.close()
+            self._lens[seg] = n
+        return n
+
     def _trim(self):
-        while len(self._segs) > self.segments:
-            old = self._segs.pop(0)
+        segs = self._segs
+        older = 0  # frames in the segments before the current one
+        for seg in segs[:-1]:
+            older += self._len(seg)
+        room = (self.segments - 1) * self.per_segment
+        while len(segs) > 1 and (older > room or len(segs) > 4 * self.segments):
+            old = segs.pop(0)
+            n = self._len(old)
+            if older - n < room and len(segs) <= 4 * self.segments:
+                segs.insert(0, old)  # without it the older ones would hold too few
+                break
+            older -= n
             self._firsts.pop(old, None)
+            self._lens.pop(old, None)
             try:
                 os.remove(self._path(old))
             except OSError:
@@ -73,6 +106,8 @@ class Journal:
     def append(self, line):
         """Store one frame line (bytes or memoryview, ending with its newline) durably."""
         if self._file is None or self._count >= self.per_segment:
+            if self._segs:
+                self._lens[self._segs[-1]] = self._count
             self.start()
         self._file.write(line)
         # flush() makes LittleFS commit the append: the frame is on flash before it is sent.

@@ -43,6 +43,29 @@ def test_bounded_oldest_dropped():
     j.close()
 
 
+def test_frequent_boots_keep_as_many_frames():
+    # Each boot starts a segment: short ones must not shorten the history (16 boots of a
+    # few frames used to be all that was kept), while a boot loop stays bounded in files.
+    d = scratch_dir("j")
+    lines = []
+    for boot in range(1, 21):
+        j = Journal(d, per_segment=5, segments=3)
+        j.start()
+        lines += _fill(j, frames.Encoder("T01", boot), 3)
+        j.close()
+    j = Journal(d, per_segment=5, segments=3)
+    kept = list(j.frames(1, 1))
+    assert kept == lines[-len(kept) :]
+    assert len(kept) >= 10, len(kept)  # (segments - 1) x per_segment at least
+    for boot in range(21, 121):  # a boot loop: one frame each
+        j = Journal(d, per_segment=5, segments=3)
+        j.start()
+        _fill(j, frames.Encoder("T01", boot), 1)
+        j.close()
+    assert len(os.listdir(d)) <= 12  # 4 x segments
+    assert len(list(Journal(d, per_segment=5, segments=3).frames(1, 1))) >= 10
+
+
 def test_survives_reboot_and_torn_line():
     d = scratch_dir("j")
     j = Journal(d, per_segment=100, segments=4)
