@@ -258,8 +258,6 @@ class Spin:
             # held this long is a sensor stuck on (or something lying in it): mask, report.
             if p.count and ticks.diff(now, p.since) >= c.stuck_on_ms * 1000:
                 self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % p.mask_held(now))
-            if self.t_lone >= 0 and ticks.diff(now, self.t_lone) > c.limit_ms * 1000:
-                self.t_lone = -1  # no pass followed: a glitch, not a launch
         elif s == proto.S_INCIDENT and not self.inc_back:
             quiet = ticks.diff(now, self.t_inc)
             if self.inc_moving and quiet > c.limit_ms * 10 * c.drop_pct:
@@ -278,6 +276,8 @@ class Spin:
                 self.fault(proto.F_POCKET_STUCK_OFF, 1, "%d" % want)
                 self.inc_back = True
                 self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_BACK))
+        if self.t_lone >= 0 and ticks.diff(now, self.t_lone) > c.limit_ms * 1000:
+            self.t_lone = -1  # no pass followed the lone one: a glitch, not a launch
         if c.status_ms and ticks.diff(now, self.t_status) >= c.status_ms * 1000:
             self.status(now)
 
