@@ -1,29 +1,52 @@
 # Raspberry Pi Pico (RP2040) binding of the table firmware. Pins come from pins.json
 # (hardware/pico_pins.json on the host); the wheel from wheel.json. Only standard MicroPython
-# machine APIs: Pin (hard IRQs), SPI.readinto, UART, WDT, time.ticks_*.
+# machine APIs: Pin (hard IRQs), SPI.readinto, UART (txbuf, txdone), WDT, Timer, time.ticks_*.
 #
 # Hard IRQ handlers (ball and rotor sensors) only stamp time.ticks_us() into a preallocated
 # ring buffer (rmcfw.edges): no allocation, as MicroPython's ISR rules require. The main loop,
-# about once a millisecond: latches and reads the 74HC165 chain, drains the edges into the
-# table, samples the lid and incident inputs, serves the UART, polls the timers, drives the
-# LED and feeds the watchdog.
+# once every 1/scan_hz (1 ms), on a fixed grid of deadlines: latches and reads the 74HC165
+# chain, drains the edges into the table, samples the lid and incident inputs, serves the
+# UART, polls the timers, drives the LED and feeds the watchdog. Nothing in it waits for the
+# line: frames go into the UART's TX buffer, RESENDs a few frames a pass.
+#
+# The configuration files (pins.json, wheel.json, key.txt, table.txt) are read and checked
+# before any pin is touched and before the watchdog starts: a bad one raises ConfigError,
+# which main.py shows (message, LED pattern) without resetting the board over and over.
 import json
 import time
 
 import machine
 import micropython
+from micropython import const
 
-from rmcfw import channels, commands, edges, frames, journal, store, table
+from rmcfw import channels, commands, edges, frames, journal, numbers, proto, recover, store, table
 
 if hasattr(micropython, "alloc_emergency_exception_buf"):  # not in every port (WebAssembly)
     micropython.alloc_emergency_exception_buf(100)  # tracebacks from IRQ handlers
 
-_DEBOUNCE_MS = 20  # lid and incident inputs must hold a level that long
+_DEBOUNCE_MS = const(20)  # lid and incident inputs must hold a level that long
+_TXBUF = const(2048)  # UART TX ring (rp2 txbuf=): a burst of frames leaves without waiting
+_RXBUF = const(1024)  # UART RX ring: commands kept through a slow loop pass
+_TX_MARGIN = const(64)  # never fill the ring to the brim: the byte-time model may be off
+_TXQ_MAX = const(8192)  # bytes of frames waiting for room in the ring, at most
+_RESEND_FILL = const(512)  # resent frames only while less is pending: ~45 ms at 115200
+_PUMP_MAX = const(256)  # bytes of resent frames read from the journal per loop pass
+_LED_ERROR = b"\x01\x00\x01\x00\x01\x00\x00\x00\x00\x00"  # 3 flashes a second: config error
+
+
+class ConfigError(Exception):
+    """A configuration file on the board is missing or wrong. Restarting cannot mend it, so
+    main.py says so and stays at the REPL instead of resetting the board in a loop."""
 
 
 def _load(path):
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError:
+        raise ConfigError("%s: missing or unreadable" % path) from None
+    except ValueError as e:
+        raise ConfigError("%s: not valid JSON (%s)" % (path, e)) from None
 
 
 def _read_text(path, default=None):
@@ -32,6 +55,110 @@ def _read_text(path, default=None):
             return f.read().strip()
     except OSError:
         return default
+
+
+def _int(section, key, lo, hi, where="", default=None):
+    v = section.get(key, default)
+    if not isinstance(v, int) or not lo <= v <= hi:
+        raise ConfigError(
+            "pins.json: %s%s is %r, not an integer %d..%d"
+            % (where + "." if where else "", key, v, lo, hi)
+        )
+    return v
+
+
+def _check_pins(cfg):
+    """Each key of the pin map the board reads: present, and in its range."""
+    if not isinstance(cfg, dict):
+        raise ConfigError("pins.json: an object expected")
+    for name in ("pockets", "ball_a", "ball_b", "rotor_a", "rotor_b", "lid", "incident"):
+        if not isinstance(cfg.get(name), dict):
+            raise ConfigError("pins.json: section %s missing" % name)
+    for name in ("uart", "led"):
+        if not isinstance(cfg.get(name), dict):
+            raise ConfigError("pins.json: section %s missing" % name)
+    pk = cfg["pockets"]
+    _int(pk, "spi", 0, 1, "pockets")
+    for key in ("sck", "miso", "latch"):
+        _int(pk, key, 0, 29, "pockets")
+    _int(pk, "latch_active", 0, 1, "pockets")
+    _int(pk, "chips", 5, 8, "pockets")  # 39 pocket inputs: 5 chips at least
+    _int(pk, "active", 0, 1, "pockets", 1)
+    _int(pk, "scan_hz", 100, 10000, "pockets", 1000)
+    for name in ("ball_a", "ball_b", "rotor_a", "rotor_b", "lid", "incident"):
+        spec = cfg[name]
+        _int(spec, "pin", 0, 29, name)
+        if spec.get("pull") not in (None, "up", "down"):
+            raise ConfigError("pins.json: %s.pull is %r: up, down or none" % (name, spec["pull"]))
+        if spec.get("edge") not in (None, "rising", "both"):
+            raise ConfigError("pins.json: %s.edge is %r: rising or both" % (name, spec["edge"]))
+    _int(cfg["lid"], "locked_level", 0, 1, "lid")
+    _int(cfg["incident"], "active_level", 0, 1, "incident")
+    u = cfg["uart"]
+    _int(u, "id", 0, 1, "uart")
+    for key in ("tx", "rx", "de"):
+        _int(u, key, 0, 29, "uart")
+    _int(u, "baud", 1200, 1000000, "uart")
+    _int(cfg["led"], "pin", 0, 29, "led")
+    _int(cfg, "watchdog_ms", 1, 8388)  # the RP2040 watchdog's range
+
+
+def _check_wheel(wheel):
+    """The 39 labels in pocket channel order: each number of the wheel exactly once."""
+    labels = wheel.get("pockets") if isinstance(wheel, dict) else wheel
+    if (
+        not isinstance(labels, (list, tuple))
+        or len(labels) != len(numbers.NUMBERS)
+        or not all(isinstance(x, str) for x in labels)
+        or sorted(labels) != sorted(numbers.NUMBERS)
+    ):
+        raise ConfigError("wheel.json: pockets must list the 39 numbers once each")
+
+
+def load_config(pins="pins.json", wheel="wheel.json"):
+    """Read and check every configuration file: returns (pin map, wheel). Raises ConfigError
+    naming the file and what is wrong with it."""
+    cfg = _load(pins) if isinstance(pins, str) else pins
+    _check_pins(cfg)
+    wheel = _load(wheel) if isinstance(wheel, str) else wheel
+    _check_wheel(wheel)
+    key_text = _read_text("key.txt")
+    try:
+        if key_text:
+            frames.load_key(key_text)
+    except ValueError as e:
+        raise ConfigError("key.txt: %s" % e) from None
+    try:
+        frames.Encoder(_read_text("table.txt", "T01"), 1)
+    except ValueError as e:
+        raise ConfigError("table.txt: %s" % e) from None
+    return cfg, wheel
+
+
+def show_config_error(err, pins="pins.json"):
+    """Say what is wrong (on the REPL, which mpremote shows) and blink the status LED three
+    times a second (steady, slow or fast blinking are the running table's); returns the
+    Timer that blinks it, or None when the LED's pin is not known."""
+    print("rmc: CONFIGURATION ERROR: %s" % err)
+    print("rmc: the table is not started; fix the file and reset (the board stays at the REPL)")
+    led = None
+    try:
+        cfg = pins if isinstance(pins, dict) else _load(pins)
+        led = machine.Pin(cfg["led"]["pin"], machine.Pin.OUT, value=0)
+    except Exception:  # the pin map is what is wrong: the board's own LED, if it has one
+        try:
+            led = machine.Pin("LED", machine.Pin.OUT, value=0)
+        except Exception:
+            return None
+    step = [0]
+    pattern = _LED_ERROR
+
+    def blink(timer):  # may be a hard IRQ (rp2's default): allocates nothing
+        i = step[0]
+        led.value(pattern[i])
+        step[0] = i + 1 if i + 1 < len(pattern) else 0
+
+    return machine.Timer(mode=machine.Timer.PERIODIC, period=100, callback=blink)
 
 
 class Input:
@@ -58,13 +185,7 @@ class Input:
 
 
 class Board:
-    def __init__(self, pins="pins.json", wheel="wheel.json", folder="", watchdog=True):
-        """watchdog=False for debugging at the REPL: an RP2040 watchdog, once started, cannot
-        be stopped, and would reset the board 2 s after the loop stops."""
-        cfg = _load(pins) if isinstance(pins, str) else pins
-        self.pins = cfg
-        # the wheel definition (its pockets, its geometry for the predictor's prior)
-        wheel = _load(wheel) if isinstance(wheel, str) else wheel
+    def _hardware(self, cfg):
         Pin = machine.Pin
         pk = cfg["pockets"]
         self.chain = bytearray(pk["chips"])
@@ -95,22 +216,59 @@ class Board:
             Pin(inc["pin"], Pin.IN, _pull(inc)), channels.INCIDENT, inc["active_level"]
         )
         u = cfg["uart"]
-        self.uart = machine.UART(u["id"], baudrate=u["baud"], tx=Pin(u["tx"]), rx=Pin(u["rx"]))
+        # timeout=0: a write never waits for room (the board only writes what fits)
+        self.uart = machine.UART(
+            u["id"],
+            baudrate=u["baud"],
+            tx=Pin(u["tx"]),
+            rx=Pin(u["rx"]),
+            txbuf=_TXBUF,
+            rxbuf=_RXBUF,
+            timeout=0,
+        )
         self.de = Pin(u["de"], Pin.OUT, value=0)
-        self._us_per_byte = 10_000_000 // u["baud"]  # 8N1: 10 bits a byte
+        self._de = 0
+        # A byte's time on the line (8N1: 10 bits), rounded up: the model of what the UART
+        # still holds lags the UART, never leads it.
+        self._us_per_byte = (10_000_000 + u["baud"] - 1) // u["baud"]
+        self._tx_end = time.ticks_us()  # when the bytes given to the UART will all be out
+        self._txq = []  # frames waiting for room in the UART's ring, oldest first
+        self._txq_bytes = 0
+        self.tx_dropped = 0  # frames a full queue refused (journaled: the host asks again)
+        self._tx_told = 0  # of those, how many a FAULT frame has reported
         self.led_pin = Pin(cfg["led"]["pin"], Pin.OUT, value=0)
+
+    def __init__(self, pins="pins.json", wheel="wheel.json", folder="", watchdog=True):
+        """watchdog=False for debugging at the REPL: an RP2040 watchdog, once started, cannot
+        be stopped, and would reset the board 2 s after the loop stops. Raises ConfigError
+        for a bad configuration file, before the watchdog is started."""
+        cfg, wheel = load_config(pins, wheel)
+        self.pins = cfg
+        try:
+            self._hardware(cfg)
+        except (ValueError, TypeError) as e:  # a pin map this board refuses (pin, UART)
+            raise ConfigError("pins.json: the board refuses it: %s" % e) from None
+        # the loop's pace: one pass every 1/scan_hz, on a fixed grid of deadlines
+        self.period_us = 1_000_000 // cfg["pockets"].get("scan_hz", 1000)
+        self.overruns = 0  # passes started more than a period after their deadline
+        self._due = time.ticks_us()
         self.reset = "watchdog" if machine.reset_cause() == machine.WDT_RESET else "power"
         self.wdt = machine.WDT(timeout=cfg["watchdog_ms"]) if watchdog else None
 
         # the table, its power-safe state and the wire (docs/protocol.md)
         self.store = store.Store(folder)
         self.table = table.Table(wheel, self._no_emit, self.store, board=self)
-        boot = self.table.st["boot"] + 1  # what start() will make it
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None
         self.journal = journal.Journal((folder + "/" if folder else "") + "journal")
         prev = self.journal.last()
+        # the frames sent after the last save (a cut between a frame and its save), applied
+        # first: the state, and the boot number, go on from where the journal is
+        self.table.recover(recover.journaled_after(self.journal, self.table.st, self._feed), prev)
+        boot = self.table.st["boot"] + 1  # what start() will make it
         self.journal.start()
+        # the rotor's channels as they stand now: its first edge then counts the right way
+        self.table.rotor.seed(self._irq_pins[2].value(), self._irq_pins[3].value())
         self.encoder = frames.Encoder(_read_text("table.txt", "T01"), boot, key)
         self.wire = commands.Wire(
             self.encoder, self.journal, self.send, handler=self.table.handle, key=key
@@ -123,6 +281,12 @@ class Board:
             self.reset,
             lambda fw, wh, rs, faults: self.wire.boot(fw, wh, rs, faults, prev),
         )
+
+        self.wire.room = self._tx_room  # RESENDs served as far as the line takes them
+
+    def _feed(self):
+        if self.wdt is not None:
+            self.wdt.feed()
 
     def _no_emit(self, ftype, fields):
         raise RuntimeError("frame before the wire is up")
@@ -160,14 +324,92 @@ class Board:
 
         return isr
 
-    # --- the loop ---------------------------------------------------------------------
+    # --- the RS-485 line, never waited for ---------------------------------------------
+    #
+    # The UART sends from its TX ring by itself; the board models what the ring still holds
+    # from the bytes given and the baud rate (rp2's UART tells only when all is out:
+    # txdone), writes only what fits, and queues the rest in order. DE is driven while
+    # bytes are out, and released in a later pass once the last one has left.
+
+    def _pending(self, now):
+        """Bytes the UART still holds, by the model."""
+        left = time.ticks_diff(self._tx_end, now)
+        if left <= 0 or left > (_TXBUF + _TX_MARGIN) * self._us_per_byte:
+            return 0  # (all out long ago: a ticks difference wraps after ~9 min)
+        return (left + self._us_per_byte - 1) // self._us_per_byte
+
+    def _tx_write(self, data, now):
+        if not self._de:
+            self.de.value(1)  # before the first start bit
+            self._de = 1
+        n = self.uart.write(data) or 0  # None: nothing taken
+        if not self._pending(now):
+            self._tx_end = now
+        self._tx_end = time.ticks_add(self._tx_end, n * self._us_per_byte)
+        if n < len(data):  # the ring had less room than the model says: it is full now
+            full = time.ticks_add(now, _TXBUF * self._us_per_byte)
+            if time.ticks_diff(full, self._tx_end) > 0:
+                self._tx_end = full
+        return n
 
     def send(self, data):
-        """A frame to the RS-485 line: drive DE while the bytes leave the UART."""
-        self.de.value(1)
-        self.uart.write(data)
-        time.sleep_ms(len(data) * self._us_per_byte // 1000 + 1)
-        self.de.value(0)
+        """A frame (or ACK) to the line, never waiting: into the UART's TX ring when it has
+        room and nothing waits before it, else into the queue, in order."""
+        if not self._txq:
+            now = time.ticks_us()
+            if len(data) <= _TXBUF - _TX_MARGIN - self._pending(now):
+                n = self._tx_write(data, now)
+                if n == len(data):
+                    return
+                data = data[n:]
+        if self._txq_bytes + len(data) > _TXQ_MAX:
+            # The line is stuck or far too slow: dropped, counted, reported as a fault
+            # (step). The frame is in the journal: the host sees the gap and asks again.
+            self.tx_dropped += 1
+            return
+        self._txq.append(bytes(data))  # a copy: the encoder reuses its buffer
+        self._txq_bytes += len(data)
+
+    def _tx_flush(self, now):
+        q = self._txq
+        while q:
+            data = q[0]
+            if len(data) > _TXBUF - _TX_MARGIN - self._pending(now):
+                return
+            n = self._tx_write(data, now)
+            self._txq_bytes -= n
+            if n < len(data):
+                q[0] = data[n:]
+                return
+            q.pop(0)
+
+    def _tx_room(self):
+        """Bytes of resent frames the line takes now (the wire's room): none while frames
+        wait, and only while little is pending, so that a live frame never waits behind
+        more than ~45 ms of resent ones; a bounded journal read per pass."""
+        if self._txq:
+            return 0
+        room = _RESEND_FILL - self._pending(time.ticks_us())
+        return 0 if room < 0 else (room if room < _PUMP_MAX else _PUMP_MAX)
+
+    def _tx_release(self, now):
+        # txdone() may turn True while the last byte still shifts out (rp2): the model's
+        # end, a full byte time after it, must have passed too
+        if self._de and not self._txq and not self._pending(now):
+            if self.uart.txdone():
+                self.de.value(0)
+                self._de = 0
+
+    def _tx_faults(self):
+        faults = self.table.st["faults"]
+        if self.tx_dropped != self._tx_told:
+            if self._txq_bytes < _TXQ_MAX // 2:  # room for the FAULT frame itself
+                self._tx_told = self.tx_dropped
+                self.table.spin.fault(proto.F_TX_OVERFLOW, 1, "%d" % self.tx_dropped)
+        elif proto.F_TX_OVERFLOW in faults and not self._txq:
+            self.table.spin.fault(proto.F_TX_OVERFLOW, 0)  # the line keeps up again
+
+    # --- the loop ---------------------------------------------------------------------
 
     def scan(self, now_us):
         """Latch the 39 pocket inputs and shift them in."""
@@ -201,13 +443,33 @@ class Board:
                 self.wire.feed(data)
         tb.poll(now)
         self.led_pin.value(tb.led())
+        self._tx_flush(now)
+        self.wire.pump()  # resent frames, after the live ones
+        self._tx_release(now)
+        self._tx_faults()
         if self.wdt is not None:
             self.wdt.feed()
 
+    def pace(self):
+        """Wait for the next pass's deadline, one period after the last one's: the grid does
+        not drift with the passes' own time; a late pass does not wait at all, and one more
+        than a period late counts an overrun and skips the deadlines missed (no burst of
+        passes to catch up)."""
+        period = self.period_us
+        due = time.ticks_add(self._due, period)
+        late = time.ticks_diff(time.ticks_us(), due)
+        if late < 0:
+            time.sleep_us(-late)
+        elif late > period:
+            self.overruns += 1
+            due = time.ticks_add(due, late // period * period)
+        self._due = due
+
     def run(self):
+        self._due = time.ticks_us()
         while True:
             self.step()
-            time.sleep_ms(1)
+            self.pace()
 
 
 def _pull(spec):

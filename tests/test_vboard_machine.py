@@ -355,3 +355,55 @@ def test_disable_irq_defers_edges_and_hard_timer_must_not_allocate(vb):
     assert "MemoryError" in out
     assert lines[-1] == "True"
     assert vb.wait_event("irq_error", timeout=5) is not None
+
+
+def test_uart_tx_ring_drains_at_the_baud_rate(vb):
+    """As rp2's UART: a write that fits in the TX ring returns at once, txdone() turns True
+    when the line has sent it all (virtual clock), and a write beyond the ring's room waits
+    for the line; txbuf beyond 32766 is refused."""
+    out = exec_out(
+        vb,
+        "import machine, time\n"
+        "u = machine.UART(0, baudrate=115200, txbuf=1024, timeout=0)\n"
+        "t0 = time.ticks_us()\n"
+        "n1 = u.write(b'x' * 1000)\n"
+        "t1 = time.ticks_us()\n"
+        "d1 = u.txdone()\n"
+        "n2 = u.write(b'y' * 500)\n"
+        "t2 = time.ticks_us()\n"
+        "u.flush()\n"
+        "t3 = time.ticks_us()\n"
+        "print(n1, n2, d1, u.txdone(), time.ticks_diff(t1, t0), time.ticks_diff(t2, t1),\n"
+        "      time.ticks_diff(t3, t0))\n"
+        "try:\n"
+        "    machine.UART(0, txbuf=40000)\n"
+        "except ValueError:\n"
+        "    print('E')\n",
+    )
+    n1, n2, d1, d3, w1, w2, w3, e = out.split()
+    assert (n1, n2, d1, d3, e) == ("1000", "500", "False", "True", "E")
+    char_us = 10e6 / 115200  # 8N1
+    assert int(w1) < 100  # into the ring: no wait
+    # 1500 bytes for 1024 + 32 of room: the second write waited for the line to take 444
+    assert abs(int(w2) - 444 * char_us) < 100
+    assert abs(int(w3) - 1500 * char_us) < 100  # all out after 1500 byte times
+
+
+def test_team_firmware_with_a_bad_key_stays_at_the_repl(tmp_path):
+    """main.py with a bad key.txt: says so and stays at the REPL, no watchdog started (an
+    exception in Board() used to reset the board in a loop before any frame went out)."""
+    flash = tmp_path / "flash"
+    shutil.copytree(
+        ROOT / "firmware", flash, ignore=shutil.ignore_patterns("__pycache__", "pulsegen", "*.md")
+    )
+    shutil.copy(PINS, flash / "pins.json")
+    shutil.copy(ROOT / "hardware" / "wheel.json", flash / "wheel.json")
+    (flash / "key.txt").write_text("not a key\n")
+    with VirtualBoard(flash=flash, speed=10) as board:
+        assert board.wait_event("boot", timeout=10) is not None
+        p = board.mpremote("exec", "import main", check=False, timeout=60)
+        assert "CONFIGURATION ERROR: key.txt" in p.stdout, p.stdout + p.stderr
+        # no watchdog runs: 3 s (virtual, 10 times real time) at the prompt, no reset
+        p = board.mpremote("exec", "import time; time.sleep(3); print('alive')", timeout=60)
+        assert p.stdout.strip() == "alive"
+        assert not [e for e in board.events if e.get("event") == "reset" and e["kind"] == "wdt"]

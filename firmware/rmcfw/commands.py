@@ -2,6 +2,10 @@
 # commands in, checked (CRC, HMAC when a key is set, addressed to this table and this boot,
 # command seq strictly increasing) before anything is done. RESEND and RECALL are served here
 # from the journal; the other commands go to the table's handler.
+#
+# A RESEND is served a few frames at a time (pump(), once per loop pass, as far as the line
+# takes them without waiting): 200 frames are ~1.5 s of a 115200 baud line, more than the
+# loop may stop for (watchdog, pocket scan, the call). Live frames are never held back by it.
 from micropython import const
 
 from rmcfw import frames, proto
@@ -10,6 +14,7 @@ _MAX_RESEND = const(200)  # frames per RESEND answer: the host asks again for th
 _TAMP_EVERY_MS = const(1000)  # at most one TAMP frame per second for refused commands
 _MAX_RANGES = const(40)  # ranges in one RESEND's `only`
 RECALL_MIN = const(10)  # games recalled at least (regulators ask for the last 10)
+_RESENT = proto.RESENT.encode()
 
 _COMMANDS = (
     proto.C_STATUS,
@@ -30,12 +35,16 @@ class Wire:
     if it keeps its own record of games): returns (ok, detail). Without a handler those
     commands are answered ok=0 detail=busy, except STATUS (ok=1) and RECALL (from the journal).
     log(reason, line): called for every refused command (after its ACK).
+    room(): how many bytes the line takes now without waiting (the board's UART); resent
+    frames go out only as far as it allows, in pump(). None: no limit (a test sink, a socket):
+    a RESEND is then served whole as soon as it is asked.
     """
 
-    def __init__(self, encoder, journal, write, handler=None, log=None, key=None):
+    def __init__(self, encoder, journal, write, handler=None, log=None, key=None, room=None):
         self.enc = encoder
         self.journal = journal
         self.write = write
+        self.room = room
         self.handler = handler
         self.log = log
         self._hmac = frames.Hmac(key) if key else None
@@ -46,12 +55,21 @@ class Wire:
         self.refused = 0  # refused commands since the last TAMP frame
         self._tamp_ms = None
         self.ms = 0  # the firmware's clock, updated by the caller (ticks_ms)
+        # the RESEND being served: [cseq, boot, seq, last, only, sent] (boot, seq: where to
+        # read on), the journal generator reading it, a line read that did not fit yet
+        self._rs = None
+        self._gen = None
+        self._held = None
 
     # --- out ---
 
     def emit(self, ftype, fields=()):
         """Build, journal, then send one frame; returns its seq."""
         line = self.enc.frame(ftype, fields, ms=self.ms)
+        # No journal file open for reading across a write: LittleFS gives each open file a
+        # snapshot, whose blocks an append or a segment removal may free and reuse. The
+        # RESEND under way reads on from where it was (pump()).
+        self._close_reader()
         # Journal first: a frame the host may have seen is always one it can ask for again.
         self.journal.append(line)
         self.write(line)
@@ -116,8 +134,8 @@ class Wire:
         extra = ()
         try:
             if f.type == proto.C_RESEND:
-                ok, detail = True, ""
-                extra = (proto.K_COUNT, self._resend(f))
+                self._resend(f)
+                return True, ""  # its ACK follows its last frame (pump)
             elif f.type == proto.C_RECALL and self.handler is None:
                 ok, detail = self._recall(f)
             elif self.handler is not None:
@@ -184,12 +202,70 @@ class Wire:
         only = f.fields.get(proto.K_ONLY)
         if only is not None:
             only = parse_ranges(only)
-        n = 0
-        mark = proto.RESENT.encode()
-        for line in self.journal.frames(boot, seq, last, _MAX_RESEND, only):
+        if self._rs is not None:
+            # A new RESEND replaces the one under way: the host asks for what it still
+            # misses, so the old rest would mostly come twice. The old one is answered
+            # busy (its frames sent stand; the host asks again for the others), not with
+            # a count, which would tell the host its first unsent frames are gone.
+            self._finish(False)
+        self._rs = [f.seq, boot, seq, last, only, 0]
+        self.pump()
+
+    def pending(self):
+        """True while a RESEND is being served."""
+        return self._rs is not None
+
+    def pump(self):
+        """Send resent frames as far as the line takes them now; call once per loop pass.
+        Returns the bytes written."""
+        rs = self._rs
+        if rs is None:
+            return 0
+        room = self.room() if self.room is not None else None
+        used = 0
+        mark = _RESENT
+        while True:
+            line = self._held
+            if line is None:
+                if rs[5] >= _MAX_RESEND:
+                    break
+                try:
+                    if self._gen is None:
+                        self._gen = self.journal.frames(
+                            rs[1], rs[2], rs[3], _MAX_RESEND - rs[5], rs[4]
+                        )
+                    line = next(self._gen)  # (no next(gen, default) on every port)
+                except StopIteration:
+                    break
+                except OSError:
+                    self._finish(False)  # the journal unreadable now: the host asks again
+                    return used
+                # where to read on after a journal write (emit closes the reader)
+                p = line.split(b",", 4)
+                rs[1] = int(p[2])
+                rs[2] = int(p[3]) + 1
+            n = len(line) + 1
+            if room is not None and used + n > room:
+                self._held = line  # next pass: the line has no room for it now
+                return used
+            self._held = None
             self.write(mark + line)
-            n += 1
-        return n
+            used += n
+            rs[5] += 1
+        self._finish(True)
+        return used
+
+    def _close_reader(self):
+        if self._gen is not None:
+            self._gen.close()
+            self._gen = None
+
+    def _finish(self, done):
+        rs = self._rs
+        self._close_reader()
+        self._rs = None
+        self._held = None
+        self._ack(proto.C_RESEND, rs[0], done, "" if done else proto.A_BUSY, (proto.K_COUNT, rs[5]))
 
     def _recall(self, f):
         count = int(f.fields.get("n", RECALL_MIN))

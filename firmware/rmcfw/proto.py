@@ -69,6 +69,7 @@ F_WATCHDOG = "watchdog"
 F_STORAGE = "storage"
 D_STATE_DAMAGED = "state file damaged"  # F_STORAGE detail: cleared when a session opens
 F_EDGES = "edges_lost"  # ball/rotor edges dropped by a full IRQ buffer (detail: how many)
+F_TX_OVERFLOW = "tx_overflow"  # frames a full TX queue dropped (detail: how many; in the journal)
 
 # --- Wire details added with the frame codec (docs/protocol.md) ---
 

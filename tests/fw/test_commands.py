@@ -179,3 +179,92 @@ def test_parse_ranges():
     assert format_ranges([(3, 3), (7, 9)]) == "3;7-9"
     for bad in ("", "0", "5-3", "3;3", "7;5", "a", "1-2-3", ";".join(str(i) for i in range(1, 90))):
         raises(ValueError, parse_ranges, bad)
+
+
+# --- RESEND served as the line takes it (the board's loop must never stop for it) -------
+
+
+class _Reading(Journal):
+    """A journal that checks no reader of it is open across a write: LittleFS gives each
+    open file a snapshot whose blocks a write may free and reuse."""
+
+    readers = 0
+
+    def frames(self, *args):
+        self.readers += 1
+        try:
+            yield from Journal.frames(self, *args)
+        finally:
+            self.readers -= 1
+
+    def append(self, line):
+        assert self.readers == 0, "journal written while read"
+        Journal.append(self, line)
+
+
+def _paced_wire(room):
+    j = _Reading(scratch_dir("c"), per_segment=50, segments=8)
+    j.start()
+    sink = Sink()
+    w = Wire(frames.Encoder("T01", 4, None), j, sink, room=lambda: room[0])
+    w.boot("1.0", "abcd", "power")
+    for i in range(120):
+        w.emit(proto.T_REV, ("spin", 1, "n", i + 1, "period_us", 600000))
+    sink.frames()
+    return w, sink
+
+
+def test_resend_goes_out_as_the_line_takes_it():
+    room = [130]  # bytes the line takes now, each pass: two frames
+    w, sink = _paced_wire(room)
+    host = Commander("T01")
+    w.feed(host.line(proto.C_RESEND, ("boot", 4, "seq", 2, "last", 101), boot=4))
+    assert [f.seq for r, f in sink.frames()] == [2, 3]  # what fitted: no ACK yet
+    got = []
+    passes = 0
+    while w.pending():
+        passes += 1
+        if passes == 10:
+            # a live frame while it is served: journaled (the reader closed first), sent
+            # at once, and the RESEND goes on where it was
+            assert w.emit(proto.T_LID, ("locked", 1)) == 122
+        if passes == 20:
+            room[0] = 0  # the line full for a while: nothing is sent, nothing lost
+            for _ in range(5):
+                assert w.pump() == 0
+            room[0] = 130
+        n = w.pump()
+        assert n <= 130
+        got.extend(sink.frames())
+    assert passes > 40
+    resent = [f.seq for r, f in got if r]
+    assert resent == list(range(4, 102))  # after 2 and 3: in order, each once
+    live = [i for i, (r, f) in enumerate(got) if f.type == proto.T_LID]
+    assert len(live) == 1 and not got[live[0]][0] and 10 < live[0] < 30
+    ack = got[-1][1]  # after the last frame asked: n counts those sent
+    assert ack.type == "ACK" and ack.fields["ok"] == "1" and ack.fields["n"] == "100"
+    assert ack.fields["top"] == "122" and ack.seq == 0
+
+
+def test_a_new_resend_replaces_the_one_under_way():
+    room = [130]
+    w, sink = _paced_wire(room)
+    host = Commander("T01")
+    w.feed(host.line(proto.C_RESEND, ("boot", 4, "seq", 2, "last", 90), boot=4))
+    w.pump()
+    first = [f.seq for r, f in sink.frames() if r]
+    assert first == [2, 3, 4, 5]
+    w.feed(host.line(proto.C_RESEND, ("boot", 4, "seq", 50, "only", "50-52;60"), boot=4))
+    got = sink.frames()
+    # the first answered busy (not a count, which would tell the host that frames it has
+    # not received are gone), with what it did send
+    ack = got[0][1]
+    assert ack.type == "ACK" and ack.fields["cseq"] == "1" and ack.fields["ok"] == "0"
+    assert ack.fields["detail"] == "busy" and ack.fields["n"] == "4"
+    assert [f.seq for r, f in got[1:] if r] == [50, 51]
+    while w.pending():
+        w.pump()
+        got.extend(sink.frames())
+    assert [f.seq for r, f in got if r] == [50, 51, 52, 60]
+    ack = got[-1][1]
+    assert ack.fields["cseq"] == "2" and ack.fields["ok"] == "1" and ack.fields["n"] == "4"

@@ -348,11 +348,23 @@ class SPI:
         self.readinto(read_buf)
 
 
+def _ticks_diff(a, b):
+    d = (a - b) & 0x3FFFFFFF
+    return d - 0x40000000 if d >= 0x20000000 else d
+
+
 class UART:
+    # As rp2's: a TX ring of `txbuf` bytes (default 256) and the UART's 32-byte FIFO, which
+    # the line drains at the baud rate, here on the virtual clock. write() puts what fits
+    # and waits (busy: virtual time passes, IRQs are served) for room for the rest, then
+    # returns the count; txdone() is True once the last bit is out. Bytes reach the socket
+    # when written: only the sender's view of the line is timed.
     def __init__(self, id, baudrate=115200, bits=8, parity=None, stop=1, **kw):
         if id not in (0, 1):
             raise ValueError("UART(%r) doesn't exist" % (id,))
         self._id = id
+        self._end = 0  # virtual ticks_us when the last byte written is out
+        self._busy = False
         self.init(baudrate, bits, parity, stop, **kw)
 
     def init(self, baudrate=115200, bits=8, parity=None, stop=1, **kw):
@@ -372,8 +384,15 @@ class UART:
                 raise TypeError("unexpected keyword argument %r" % (key,))
         if baudrate <= 0:
             raise ValueError("bad baudrate")
+        for key in ("txbuf", "rxbuf"):
+            if kw.get(key, 0) > 32766:
+                raise ValueError("%s too large" % key)
         self._baud = baudrate
         self._timeout = kw.get("timeout", 0)
+        self._cap = max(32, kw.get("txbuf", 0) or 256) + 32  # the ring and the FIFO
+        # one character on the line (start, data, parity, stop bits), in ns, rounded up
+        nbits = 1 + bits + (0 if parity is None else 1) + stop
+        self._char_ns = (nbits * 1000000000 + baudrate - 1) // baudrate
 
     def deinit(self):
         pass
@@ -381,12 +400,28 @@ class UART:
     def any(self):
         return _hw_uart_any(self._id)
 
+    def _pending(self, now):
+        left = _ticks_diff(self._end, now) if self._busy else 0
+        if left <= 0 or left > self._cap * self._char_ns // 1000 + 1:
+            self._busy = False  # (out long ago: a ticks difference wraps after ~9 min)
+            return 0
+        return (left * 1000 + self._char_ns - 1) // self._char_ns
+
     def write(self, buf):
         if isinstance(buf, str):
             buf = buf.encode()
         n = len(buf)
-        if n:
-            _hw_uart_write(self._id, uctypes.addressof(buf), n)
+        if not n:
+            return 0
+        now = _hw_ticks_us()
+        over = self._pending(now) + n - self._cap
+        if over > 0:  # no room for it all: rp2's write waits for the line to take enough
+            _sleep_us((over * self._char_ns + 999) // 1000)
+            now = _hw_ticks_us()
+        _hw_uart_write(self._id, uctypes.addressof(buf), n)
+        start = self._end if self._pending(now) else now
+        self._end = (start + (n * self._char_ns + 999) // 1000) & 0x3FFFFFFF
+        self._busy = True
         return n
 
     def _wait(self):
@@ -426,10 +461,13 @@ class UART:
         return bytes(out) if out else None
 
     def flush(self):
-        pass
+        if self._busy:
+            left = _ticks_diff(self._end, _hw_ticks_us())
+            if left > 0:
+                _sleep_us(left)
 
     def txdone(self):
-        return True
+        return self._pending(_hw_ticks_us()) == 0
 
     def sendbreak(self):
         pass
