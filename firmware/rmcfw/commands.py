@@ -55,8 +55,9 @@ class Wire:
         self.refused = 0  # refused commands since the last TAMP frame
         self._tamp_ms = None
         self.ms = 0  # the firmware's clock, updated by the caller (ticks_ms)
-        # the RESEND being served: [cseq, boot, seq, last, only, sent] (boot, seq: where to
-        # read on), the journal generator reading it, a line read that did not fit yet
+        # the RESEND being served: [cseq, boot, seq, last, only, sent, journal pos] (boot,
+        # seq and pos: where to read on), the journal generator reading it, a line read that
+        # did not fit yet
         self._rs = None
         self._gen = None
         self._held = None
@@ -208,7 +209,7 @@ class Wire:
             # busy (its frames sent stand; the host asks again for the others), not with
             # a count, which would tell the host its first unsent frames are gone.
             self._finish(False)
-        self._rs = [f.seq, boot, seq, last, only, 0]
+        self._rs = [f.seq, boot, seq, last, only, 0, None]
         self.pump()
 
     def pending(self):
@@ -232,9 +233,10 @@ class Wire:
                 try:
                     if self._gen is None:
                         self._gen = self.journal.frames(
-                            rs[1], rs[2], rs[3], _MAX_RESEND - rs[5], rs[4]
+                            rs[1], rs[2], rs[3], _MAX_RESEND - rs[5], rs[4], rs[6]
                         )
                     line = next(self._gen)  # (no next(gen, default) on every port)
+                    rs[6] = self.journal.pos  # where to read on, once the reader is closed
                 except StopIteration:
                     break
                 except OSError:

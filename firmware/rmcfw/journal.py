@@ -35,6 +35,7 @@ class Journal:
         self._segs = self._scan()
         self._firsts = {}  # segment number -> (boot, seq) of its first valid line, or None
         self._lens = {}  # segment number -> its lines (counted once, for _trim)
+        self.pos = None  # (segment, byte offset) just past the last line read
 
     def _scan(self):
         segs = []
@@ -114,18 +115,22 @@ class Journal:
         self._file.flush()
         self._count += 1
 
-    def _lines(self, seg):
+    def _lines(self, seg, offset=0):
         try:
             f = open(self._path(seg), "rb")
         except OSError:
             return
         try:
+            if offset:
+                f.seek(offset)
             while True:
                 line = f.readline()
                 if not line:
                     break
                 if line[-1] != 0x0A:
                     break  # torn by a power cut: the end of this segment
+                offset += len(line)
+                self.pos = (seg, offset)
                 yield line
         finally:
             f.close()
@@ -152,22 +157,32 @@ class Journal:
                 return found
         return None
 
-    def frames(self, boot, seq, last=None, limit=None, only=None):
+    def frames(self, boot, seq, last=None, limit=None, only=None, at=None):
         """Yield the kept frame lines from (boot, seq) on, in order (up to (boot, last)).
 
         only: sorted list of (first, last) seq ranges of that boot; other frames are skipped
-        (a host asking for scattered missing frames gets just those, in one pass)."""
+        (a host asking for scattered missing frames gets just those, in one pass).
+        at: a `pos` this reading reached before (a reader closed across a write): it reads
+        on from there instead of from the segment's start (LittleFS reads a line byte by
+        byte: a deep segment would take tens of ms on a Pico). After each line yielded,
+        `pos` is (segment, byte offset) just past it."""
         start = (boot, seq)
         k = 0
         segs = self._segs
         n = 0
         for i in range(len(segs)):
-            # Skip a segment when the next one already starts at or before what is asked.
-            if i + 1 < len(segs):
+            offset = 0
+            if at is not None:
+                if segs[i] < at[0]:
+                    continue  # read before
+                if segs[i] == at[0]:
+                    offset = at[1]
+            elif i + 1 < len(segs):
+                # Skip a segment when the next one already starts at or before what is asked.
                 nxt = self._first(segs[i + 1])
                 if nxt is not None and nxt <= start:
                     continue
-            for line in self._lines(segs[i]):
+            for line in self._lines(segs[i], offset):
                 key = frames.peek(line)
                 if key is None or key < start:
                     continue

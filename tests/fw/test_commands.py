@@ -189,6 +189,12 @@ class _Reading(Journal):
     open file a snapshot whose blocks a write may free and reuse."""
 
     readers = 0
+    lines_read = 0
+
+    def _lines(self, seg, offset=0):
+        for line in Journal._lines(self, seg, offset):
+            self.lines_read += 1
+            yield line
 
     def frames(self, *args):
         self.readers += 1
@@ -244,6 +250,25 @@ def test_resend_goes_out_as_the_line_takes_it():
     ack = got[-1][1]  # after the last frame asked: n counts those sent
     assert ack.type == "ACK" and ack.fields["ok"] == "1" and ack.fields["n"] == "100"
     assert ack.fields["top"] == "122" and ack.seq == 0
+
+
+def test_a_resend_reads_on_where_it_was_after_each_live_frame():
+    # A live frame each pass while a RESEND is served: the reader is closed for each write,
+    # and reopened where it was (Journal.frames at=), not at its segment's start (a Pico's
+    # LittleFS reads a line byte by byte: a deep segment costs tens of ms each time).
+    room = [130]
+    w, sink = _paced_wire(room)
+    host = Commander("T01")
+    j = w.journal
+    w.feed(host.line(proto.C_RESEND, ("boot", 4, "seq", 2, "last", 101), boot=4))
+    j.lines_read = 0
+    while w.pending():
+        w.emit(proto.T_STATUS, ("state", "track"))
+        w.pump()
+    resent = [f.seq for r, f in sink.frames() if r]
+    assert resent == list(range(2, 102))
+    # each line read about once (a segment's first line is peeked at once more)
+    assert j.lines_read < 130, j.lines_read
 
 
 def test_a_new_resend_replaces_the_one_under_way():
