@@ -138,10 +138,12 @@ class Journal:
     def _first(self, seg):
         if seg not in self._firsts or self._firsts[seg] is None:
             first = None
-            for line in self._lines(seg):
+            lines = self._lines(seg)
+            for line in lines:
                 first = frames.peek(line)
                 if first is not None:
                     break
+            lines.close()
             self._firsts[seg] = first
         return self._firsts[seg]
 
@@ -182,25 +184,31 @@ class Journal:
                 nxt = self._first(segs[i + 1])
                 if nxt is not None and nxt <= start:
                     continue
-            for line in self._lines(segs[i], offset):
-                key = frames.peek(line)
-                if key is None or key < start:
-                    continue
-                if last is not None and (key[0] > boot or key[1] > last):
-                    return
-                if only is not None:
-                    if key[0] != boot:
-                        return
-                    while k < len(only) and key[1] > only[k][1]:
-                        k += 1
-                    if k >= len(only):
-                        return
-                    if key[1] < only[k][0]:
+            lines = self._lines(segs[i], offset)
+            try:
+                for line in lines:
+                    key = frames.peek(line)
+                    if key is None or key < start:
                         continue
-                yield line
-                n += 1
-                if limit is not None and n >= limit:
-                    return
+                    if last is not None and (key[0] > boot or key[1] > last):
+                        return
+                    if only is not None:
+                        if key[0] != boot:
+                            return
+                        while k < len(only) and key[1] > only[k][1]:
+                            k += 1
+                        if k >= len(only):
+                            return
+                        if key[1] < only[k][0]:
+                            continue
+                    yield line
+                    n += 1
+                    if limit is not None and n >= limit:
+                        return
+            finally:
+                # closed now, not when the collector finds it (MicroPython has no
+                # reference counts): an open file pins a LittleFS snapshot
+                lines.close()
 
     def results(self, count):
         """The last `count` results kept, oldest first, as (spin, number) pairs."""

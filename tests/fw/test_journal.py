@@ -130,3 +130,39 @@ def test_power_cut_at_every_byte_leaves_old_or_new_state():
         j2.append(after)
         assert list(j2.frames(2, 1)) == [after]
         j2.close()
+
+
+def test_a_reading_stopped_early_closes_its_file():
+    # MicroPython has no reference counts: a segment left open by a reading that stopped
+    # early (its limit, its last frame, or the caller closing it) would stay open until the
+    # collector runs, pinning a LittleFS snapshot. Each must close it at once.
+    d = scratch_dir("j")
+    j = Journal(d, per_segment=10, segments=4)
+    j.start()
+    _fill(j, frames.Encoder("T01", 1), 25)
+    opened = []
+    real = j._lines
+
+    def lines(seg, offset=0):
+        g = real(seg, offset)
+        opened.append(g)
+        return g
+
+    j._lines = lines
+    for reading in (
+        list(j.frames(1, 3, limit=2)),
+        list(j.frames(1, 3, last=5)),
+        list(j.frames(1, 3, only=[(4, 4)])),
+    ):
+        assert reading
+    g = j.frames(1, 12)
+    next(g)
+    g.close()
+    for gen in opened:
+        try:
+            next(gen)
+        except StopIteration:
+            pass  # closed: its finally ran, the file is shut
+        else:
+            raise AssertionError("a segment's reader left open")
+    j.close()
