@@ -209,6 +209,9 @@ class Board:
             ("rotor_b", channels.ROTOR_B),
         ):
             self._irq_pins.append(self._edge_pin(cfg[name], ch))
+        # the rotor's channels as its IRQs start: the edges queued from now on (through the
+        # recovery at boot) replay on top of these levels
+        self._rotor_levels = (self._irq_pins[2].value(), self._irq_pins[3].value())
         lid = cfg["lid"]
         self.lid = Input(Pin(lid["pin"], Pin.IN, _pull(lid)), channels.LID, lid["locked_level"])
         inc = cfg["incident"]
@@ -267,8 +270,9 @@ class Board:
         self.table.recover(recover.journaled_after(self.journal, self.table.st, self._feed), prev)
         boot = self.table.st["boot"] + 1  # what start() will make it
         self.journal.start()
-        # the rotor's channels as they stand now: its first edge then counts the right way
-        self.table.rotor.seed(self._irq_pins[2].value(), self._irq_pins[3].value())
+        # the rotor's channels as they stood when its IRQs started: its first edge then counts
+        # the right way
+        self.table.rotor.seed(*self._rotor_levels)
         self.encoder = frames.Encoder(_read_text("table.txt", "T01"), boot, key)
         self.wire = commands.Wire(
             self.encoder, self.journal, self.send, handler=self.table.handle, key=key

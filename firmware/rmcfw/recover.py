@@ -20,25 +20,36 @@ def _dir(text):
 
 def apply(st, ftype, fields):
     """Apply one journaled frame's lasting effect to the state dict st."""
+    n = fields.get("spin")
     if ftype == proto.T_LAUNCH:
-        n = int(fields["spin"])
+        n = int(n)
         if n > st["spin"]:
             rdir = _dir(fields.get("rdir"))
-            bdir = _dir(fields.get("bdir"))
-            # the launch's own checks (rmcfw.spin._launch), whose VOID the cut may have
-            # kept from going out: resume() sends it
-            why = None
-            if rdir == 0:
-                why = proto.V_SENSORS
-            elif rdir == st["rdir"]:
-                why = proto.V_NOT_REVERSED
-            elif bdir == rdir:
-                why = proto.V_SAME_DIR
+            # the launch's verdict, whose VOID the cut may have kept from going out:
+            # resume() sends it (a journal of older firmware: its checks, as they were)
+            why = fields.get("void")
+            if why is None and "void" not in fields:
+                bdir = _dir(fields.get("bdir"))
+                if rdir == 0:
+                    why = proto.V_SENSORS
+                elif rdir == st["rdir"]:
+                    why = proto.V_NOT_REVERSED
+                elif bdir == rdir:
+                    why = proto.V_SAME_DIR
             st["spin"] = n
             st["rdir"] = rdir
             st["run"] = n
             st["voided"] = None
             st["run_void"] = why
+            st["run_revs"] = 0
+            st["frozen"] = False  # an incident's relaunch: launched
+    elif ftype == proto.T_REV:
+        if st["run"] == int(n):
+            st["run_revs"] = int(fields["n"])  # the laps before a cut: resume() counts on
+    elif ftype == proto.T_DROP:
+        why = fields.get("void")  # the drop's verdict (few revolutions, ball sensors)
+        if why and st["run"] == int(n) and not st["voided"]:
+            st["run_void"] = str(why)
     elif ftype == proto.T_VOID:
         if st["run"] == int(fields["spin"]):
             st["voided"] = str(fields["reason"])  # its ball may still be running
@@ -90,14 +101,19 @@ def apply(st, ftype, fields):
                 st["run"] = None  # stopped: the relaunch is a spin of its own
         elif step == proto.INC_RELAUNCH:
             st["incident"] = None
+            st["frozen"] = True  # its launch, bets closed, is next
     elif ftype == proto.T_FAULT:
         code = str(fields["code"])
         if str(fields.get("on")) == "1":
             st["faults"][code] = str(fields.get("detail", ""))
-            if code == proto.F_ROTOR and st["run"] == st["spin"] and not st["voided"]:
-                st["run_void"] = proto.V_SENSORS  # raised at a launch: its VOID follows
         else:
             st["faults"].pop(code, None)
+    if n is not None and ftype != proto.T_RECALL:
+        # every frame of a spin says its number: with the launches trimmed from the journal
+        # (a lost state file), the counter still goes on from the newest one
+        n = int(n)
+        if n > st["spin"]:
+            st["spin"] = n
 
 
 def journaled_after(journal, st, tick=None):

@@ -51,7 +51,9 @@ class Spin:
         self.wheel = wheel
         self.st = state
         self.emit = emit
-        self.save = save
+        self._save_now = save
+        self._hold = 0  # a step of several frames under way: its saves wait for its end
+        self._dirty = False
         self.lid = 1
         self.state = proto.S_OPEN if state["session"] else proto.S_CLOSED
         self.void = None  # reason the current spin was voided
@@ -59,11 +61,12 @@ class Spin:
         self.t_pocket = 0  # last time a pocket was seen held after the drop
         self.touched = False
         self.inc_back = False  # incident: ball seen back in its pocket
-        self.frozen = False  # the next launch follows an incident: bets stay closed
+        self.frozen = bool(state["frozen"])  # the next launch follows an incident: bets closed
         self.t_status = 0
         self.dirs_checked = True
         self.resumed = False  # the spin under way was resumed after a power cut
         self.t_resume = 0
+        self.revs_before = 0  # a resumed spin's laps before the power cut (its REV frames)
         self.t_lone = -1  # a pass one sensor alone saw in bets: a launch if another follows
         self.inc_moving = False  # incident: the ball still passing the track sensors
         self.t_inc = 0  # ... its last pass, or the incident's start
@@ -80,6 +83,23 @@ class Spin:
         self.ball.pair_us = c.pair_ms * 1000
         self.rotor.stop_us = c.rotor_stop_ms * 1000
         self.pockets.stuck_off_results = c.stuck_off
+
+    # --- saving -----------------------------------------------------------------------
+
+    def save(self):
+        """Save the state now, or once the step under way has sent all its frames: a state
+        saved half-way through a step (a launch and its void, a drop and its void) would be
+        a state the journal's frames after it cannot mend (rmcfw.recover)."""
+        if self._hold:
+            self._dirty = True
+        else:
+            self._save_now()
+
+    def _release(self):
+        self._hold -= 1
+        if not self._hold and self._dirty:
+            self._dirty = False
+            self._save_now()
 
     # --- faults -----------------------------------------------------------------------
 
@@ -129,6 +149,10 @@ class Spin:
     def on_lid(self, t, locked):
         locked = 1 if locked else 0
         if locked == self.lid:
+            if locked and self.state != proto.S_CLOSED and not self._more_spins():
+                sess = self.st["session"]
+                if sess and sess.get("last3"):
+                    self._close(t, sess["chef"])  # read at power-up: the last spin was played
             return
         self.lid = locked
         self.emit(proto.T_LID, ("locked", locked))
@@ -158,9 +182,9 @@ class Spin:
                 self._launch(t)
         elif s == proto.S_TRACK or s == proto.S_RNVP:
             b = self.ball
-            self.emit(
-                proto.T_REV, ("spin", self.st["spin"], "n", b.count - 1, "period_us", b.period_us)
-            )
+            n = b.count - 1 + self.revs_before
+            self.st["run_revs"] = n  # (saved with the next save; recovered from REV frames)
+            self.emit(proto.T_REV, ("spin", self.st["spin"], "n", n, "period_us", b.period_us))
             self._check_dirs(t)
             self.pred.lap(t)
             self._check_call(t)
@@ -168,18 +192,25 @@ class Spin:
             if self.pockets.count:
                 self._incident(t, "object")  # the ball still runs while something is held
             else:
+                self._void(t, proto.V_SENSORS)  # no pocket, yet the ball is on the track
                 if self.touched:  # the pockets saw it bounce, then lost it: a dead sensor
                     self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
-                self._void(t, proto.V_SENSORS)  # no pocket, yet the ball is on the track
         elif s == proto.S_INCIDENT:
-            if not self.inc_back:
-                self.inc_moving = True  # the ball still runs: it is not back yet
-                self.t_inc = t
+            if not self.inc_back and self.inc_moving:
+                self.t_inc = t  # the ball still runs: it is not back yet
             elif self._launching(t):
-                self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_RELAUNCH))
+                # The relaunch, bets closed. Launched before the ball was seen back (after it
+                # had stopped): said so, and played all the same rather than ignored (the
+                # launch's own checks, 4 revolutions among them, still hold).
+                fields = ("spin", self.st["spin"], "step", proto.INC_RELAUNCH)
+                self.emit(proto.T_INCIDENT, fields if self.inc_back else fields + ("checked", 0))
                 self.frozen = True
+                self.st["frozen"] = True
                 self.st["incident"] = None  # (saved by the launch)
                 self._launch(t)
+            elif not self.inc_back:
+                self.inc_moving = True  # one sensor alone: moving, if not yet a launch
+                self.t_inc = t
 
     def on_pockets(self, t):
         """The pocket picture changed."""
@@ -240,18 +271,24 @@ class Spin:
                 and ticks.diff(now, self.t_pocket)
                 >= (c.dead_pocket_ms if self.touched else c.no_pocket_ms) * 1000
             ):
-                if self.resumed:
-                    # its end came about the power cut, and no pocket holds the ball: the
-                    # result was not seen
-                    self._void(now, proto.V_POWER)
-                elif self.touched:
-                    # pockets saw the ball bounce, none sees it at rest: a dead sensor
-                    self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
-                    self._void(now, proto.V_SENSORS)
-                else:
-                    self.fault(proto.F_NO_POCKET, 1, "")
-                    self._void(now, proto.V_BALL_OUT)
-                self._end()
+                self._hold += 1
+                try:
+                    # the VOID first: the fault after it (a cut between them loses a fault
+                    # frame, never the void)
+                    if self.resumed:
+                        # its end came about the power cut, and no pocket holds the ball:
+                        # the result was not seen
+                        self._void(now, proto.V_POWER)
+                    elif self.touched:
+                        # pockets saw the ball bounce, none sees it at rest: a dead sensor
+                        self._void(now, proto.V_SENSORS)
+                        self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
+                    else:
+                        self._void(now, proto.V_BALL_OUT)
+                        self.fault(proto.F_NO_POCKET, 1, "")
+                    self._end()
+                finally:
+                    self._release()
                 self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
         elif s == proto.S_BETS:
             # Bets open: the ball was picked up (every pocket was seen empty), so a pocket
@@ -293,33 +330,47 @@ class Spin:
         r = self.rotor
         rdir = r.dir
         bdir = self.ball.first_dir
-        # the launch's lasting effects, then its frame, before any save (rmcfw.recover)
-        st["spin"] += 1
         last = st["rdir"]
+        rotor_bad = rdir == 0 or r.errors > _ROTOR_ERRORS
+        # the launch's own verdict, known before its frame, and carried in it: a cut right
+        # after the frame leaves the VOID owed, not lost (rmcfw.recover)
+        why = None
+        if rotor_bad:
+            why = proto.V_SENSORS
+        elif rdir == last:
+            why = proto.V_NOT_REVERSED
+        elif bdir and bdir == rdir:
+            why = proto.V_SAME_DIR
+        # its lasting effects, then its frames; one save at the end
+        st["spin"] += 1
         st["rdir"] = rdir
         st["run"] = st["spin"]  # a spin under way: resumed after a power cut (resume())
         st["voided"] = None
         st["run_void"] = None
-        self.emit(
-            proto.T_LAUNCH,
-            ("spin", st["spin"], "rdir", dir_name(rdir), "bdir", dir_name(bdir)),
-        )
-        self.fault(proto.F_EDGES, 0)  # a new spin's timing starts clean
-        self._set(proto.S_TRACK, t)
-        self.resumed = False
-        if self.frozen:
-            self.frozen = False
-            self._call(t, WHY_INCIDENT)
-        self.dirs_checked = False
-        if rdir == 0 or r.errors > _ROTOR_ERRORS:
-            self.fault(proto.F_ROTOR, 1, "stopped" if rdir == 0 else "errors")
-            self._void(t, proto.V_SENSORS)
-        else:
-            self.fault(proto.F_ROTOR, 0)
-            if rdir == last:
-                self._void(t, proto.V_NOT_REVERSED)
-            self._check_dirs(t)
-        r.errors = 0
+        st["run_revs"] = 0
+        self.revs_before = 0
+        frozen = self.frozen
+        self.frozen = False
+        st["frozen"] = False
+        fields = ("spin", st["spin"], "rdir", dir_name(rdir), "bdir", dir_name(bdir))
+        self._hold += 1
+        try:
+            self.emit(proto.T_LAUNCH, fields + ("void", why) if why else fields)
+            if why:
+                self._void(t, why)
+            self.fault(proto.F_EDGES, 0)  # a new spin's timing starts clean
+            self._set(proto.S_TRACK, t)
+            self.resumed = False
+            if frozen:
+                self._call(t, WHY_INCIDENT)
+            self.dirs_checked = bool(bdir)  # else at the first pass both sensors see
+            if rotor_bad:
+                self.fault(proto.F_ROTOR, 1, "stopped" if rdir == 0 else "errors")
+            else:
+                self.fault(proto.F_ROTOR, 0)
+            r.errors = 0
+        finally:
+            self._release()
         self.save()
 
     def _check_dirs(self, t):
@@ -337,7 +388,7 @@ class Spin:
         ball to be seen back in the previous result's pocket before the relaunch, and bets
         stay closed (the launch after it calls "rien ne va plus" at once)."""
         self.inc_back = False
-        self.inc_moving = True  # until a lap's time without a pass
+        self.inc_moving = False  # a pass says otherwise (its ball may lie back already)
         self.t_inc = t
         self._set(proto.S_INCIDENT, t)
 
@@ -372,6 +423,9 @@ class Spin:
         self.pockets.mark()
         self.pred.reset(t)
         self.t_resume = t
+        # the laps before the cut, as its REV frames counted them: the pass after the resume
+        # ends the lap under way then (laps while the power was off are not seen)
+        self.revs_before = self.st["run_revs"] + 1
         self._call(t, WHY_POWER)
         why = self.st["run_void"]
         if why:
@@ -405,20 +459,42 @@ class Spin:
         self.t_pocket = t
         self.touched = False  # a pocket held since the drop
         revs = b.count - 1 if b.count else 0  # full laps: the launch pass starts the first
-        self.emit(proto.T_DROP, ("spin", self.st["spin"], "revs", revs))
-        self._set(proto.S_DROPPED, t)
-        ch = self.pockets.stuck_on(t)
-        if ch >= 0:
-            self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % ch)
+        # the drop's verdict before its frame, and carried in it (as a launch's)
+        why = None
+        ball_bad = False
         if self.resumed:
-            pass  # passes before the power cut are lost: the launch was checked then
-        elif b.lone > self.cfg.lone_max or b.reversed or not b.first_dir:
-            self.fault(proto.F_BALL, 1, "lone=%d reversed=%d" % (b.lone, b.reversed))
-            self._void(t, proto.V_SENSORS)
+            # the laps before the cut, then each pass since ends one; the ball sensors as
+            # far as the passes since tell (the direction came at the launch)
+            revs = self.revs_before - 1 + b.count
+            ball_bad = b.lone > self.cfg.lone_max or b.reversed
+            if ball_bad:
+                why = proto.V_SENSORS
+            elif revs < self.cfg.min_revs:
+                why = proto.V_POWER  # too few laps seen: laps while off, or a short spin?
         else:
-            self.fault(proto.F_BALL, 0)
-            if revs < self.cfg.min_revs:
-                self._void(t, proto.V_FEW_REVS)
+            ball_bad = b.lone > self.cfg.lone_max or b.reversed or not b.first_dir
+            if ball_bad:
+                why = proto.V_SENSORS
+            elif revs < self.cfg.min_revs:
+                why = proto.V_FEW_REVS
+        if self.void is not None:
+            why = None  # one reason per spin: sent already
+        fields = ("spin", self.st["spin"], "revs", revs)
+        self._hold += 1
+        try:
+            self.emit(proto.T_DROP, fields + ("void", why) if why else fields)
+            if why:
+                self._void(t, why)
+            self._set(proto.S_DROPPED, t)
+            ch = self.pockets.stuck_on(t)
+            if ch >= 0:
+                self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % ch)
+            if ball_bad:
+                self.fault(proto.F_BALL, 1, "lone=%d reversed=%d" % (b.lone, b.reversed))
+            elif not self.resumed:
+                self.fault(proto.F_BALL, 0)  # (a resumed spin's passes are too few to say)
+        finally:
+            self._release()
 
     def _result(self, t, ch):
         st = self.st

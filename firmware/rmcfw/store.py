@@ -63,7 +63,9 @@ def defaults():
         "run": None,  # spin under way: launched, its ball not yet at rest (or stopped)
         "voided": None,  # its void reason, once sent
         "run_void": None,  # its void owed: due by its launch, unsent at a cut (rmcfw.recover)
+        "run_revs": 0,  # its laps counted so far (REV frames)
         "incident": None,  # spin whose incident (decree 1-4) awaits the ball back and relaunch
+        "frozen": False,  # the next launch is an incident's relaunch: bets stay closed
         "session": None,  # open session: {"id", "chef", "spins", "last3", "left"}
         "sessions": 0,  # sessions opened so far
         "faults": {},  # code -> detail of the faults present

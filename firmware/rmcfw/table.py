@@ -15,7 +15,7 @@ from rmcfw import ball, channels, config, pockets, proto, recover, rnvp, rotor, 
 from rmcfw.frames import wheel_id
 
 FW = "rmcfw-1.0"
-_SAVE_FAILED = "save"  # F_STORAGE's detail in the state: cleared by the next save that works
+_SAVE_FAILED = "save failed"  # F_STORAGE's detail begins so: cleared by the next save that works
 
 
 class Table:
@@ -79,14 +79,15 @@ class Table:
         self._saving = True
         try:
             self._write()
-            if st["faults"].get(proto.F_STORAGE) == _SAVE_FAILED:
+            if str(st["faults"].get(proto.F_STORAGE, "")).startswith(_SAVE_FAILED):
                 self.spin.fault(proto.F_STORAGE, 0)  # saves again, guarded by _saving
                 self._saving = False
                 self._write()
         except OSError as e:
             if proto.F_STORAGE not in st["faults"]:
-                self.emit(proto.T_FAULT, ("code", proto.F_STORAGE, "on", 1, "detail", str(e)))
-                st["faults"][proto.F_STORAGE] = _SAVE_FAILED
+                detail = "%s: %s" % (_SAVE_FAILED, e)  # the same in the frame and the state
+                self.emit(proto.T_FAULT, ("code", proto.F_STORAGE, "on", 1, "detail", detail))
+                st["faults"][proto.F_STORAGE] = detail
         finally:
             self._saving = False
 

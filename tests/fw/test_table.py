@@ -546,6 +546,8 @@ def test_a_lost_state_file_takes_its_boot_spin_and_results_from_the_journal():
         (proto.T_LAUNCH, ("spin", 40, "rdir", "cw", "bdir", "ccw")),
         (proto.T_RESULT, ("spin", 40, "num", "00", "colour", "vert")),
         (proto.T_FAULT, ("code", proto.F_ROTOR, "on", 1, "detail", "errors")),
+        # later spins whose LAUNCH frames were trimmed: their numbers still count
+        (proto.T_STATUS, ("state", "bets", "spin", 45, "rotor_ms", 0, "rdir", "-", "lid", 0)),
     ):
         j.append(bytes(enc.frame(*line)))
     j.close()
@@ -558,7 +560,7 @@ def test_a_lost_state_file_takes_its_boot_spin_and_results_from_the_journal():
     tb.recover(recover.journaled_after(j2, tb.st), j2.last())
     tb.start(0)
     assert tb.st["boot"] == 4
-    assert tb.st["spin"] == 40 and tb.st["results"] == [[40, "00"]]
+    assert tb.st["spin"] == 45 and tb.st["results"] == [[40, "00"]]
     assert tb.st["session"]["id"] == 4 and tb.spin.state == proto.S_OPEN
     assert proto.F_STORAGE in tb.st["faults"] and proto.F_ROTOR in tb.st["faults"]
 
@@ -776,3 +778,187 @@ def test_a_recall_longer_than_a_line_sends_the_newest_games_that_fit():
     games = f.fields["games"].split(";")
     assert 10 <= int(f.fields["n"]) == len(games) < 20, f.fields
     assert games[-1] == "10019:CMC"  # the newest kept, oldest left out
+
+
+class _CutAfter(_Journal):
+    """A journal whose power goes off at the step after a frame `when(type, fields)` picks."""
+
+    def __init__(self, power, when):
+        _Journal.__init__(self, power)
+        self.when = when
+
+    def __call__(self, ftype, fields=()):
+        _Journal.__call__(self, ftype, fields)
+        if self.when is not None and self.when(ftype, self.frames[-1][1]):
+            self.when = None  # once
+            self.power.left = 0
+
+
+def _cut_after(when, before=None, events=None):
+    """A session of two spins (the second: rotor turning the first's way, short) cut right
+    after the frame `when` picks, the power back 1 ms later; (frames, new table)."""
+    power = _Power()
+    d = scratch_dir()
+    j = _CutAfter(power, when)
+    tb = _table_on(d, j, power)
+    tb.start(0)
+    tb.handle(proto.C_OPEN, {"chef": "C1"})
+    tb.feed(1000, channels.LID, 0)
+    if before is not None:
+        before(tb)
+    ev = events or _session_events()[0]
+    t_end = max(t for t, _, _ in ev) + 5_000_000
+    try:
+        run(tb, ev, until=t_end, step_us=4000)
+        raise AssertionError("no cut")
+    except _Cut:
+        t_cut = tb.now
+    power.left = -1
+    tb2 = _table_on(d, j, power)
+    t_on = t_cut + 1000
+    tb2.start(t_on)
+    tb2.feed(t_on, channels.LID, 0)
+    run(tb2, [e for e in ev if e[0] > t_on], until=t_end + 20_000_000, step_us=4000)
+    return j, tb2
+
+
+def _outcome(j, n):
+    return [
+        (t, f.get("num", f.get("reason")))
+        for t, f in j.frames
+        if (t == proto.T_RESULT or t == proto.T_VOID) and f["spin"] == n
+    ]
+
+
+def test_a_launch_void_for_rotor_errors_survives_a_cut_right_after_its_frame():
+    # The rotor fault already on (no FAULT frame this time), the launch void for it: the
+    # verdict rides in the LAUNCH frame, so a cut before its VOID leaves it owed, not lost.
+    def errors(tb):
+        tb.spin.st["faults"][proto.F_ROTOR] = "errors"
+        real = tb.spin._launch
+
+        def launch(t):
+            tb.rotor.errors = 20
+            real(t)
+
+        tb.spin._launch = launch
+
+    j, _tb2 = _cut_after(lambda t, f: t == proto.T_LAUNCH and f["spin"] == 1, errors)
+    launch = next(f for t, f in j.frames if t == proto.T_LAUNCH)
+    assert launch.get("void") == proto.V_SENSORS
+    assert _outcome(j, 1) == [("VOID", proto.V_SENSORS)], j.frames
+
+
+def test_a_drop_void_for_few_revolutions_survives_a_cut_right_after_its_frame():
+    ev, _, _t_end = spin_events(5_000_000, 1, -1, 12, laps=(0.6, 0.7, 0.9))
+    j, _tb2 = _cut_after(lambda t, f: t == proto.T_DROP, events=ev)
+    drop = next(f for t, f in j.frames if t == proto.T_DROP)
+    assert drop.get("void") == proto.V_FEW_REVS
+    assert _outcome(j, 1) == [("VOID", proto.V_FEW_REVS)], j.frames
+
+
+def test_a_resumed_spin_counts_the_laps_before_the_cut():
+    # Cut after the 2nd lap of a 3-lap spin: the laps before (its REV frames) and after add
+    # up to fewer than 4, so no result (void: power, as laps while off are not seen).
+    ev, _, _t_end = spin_events(5_000_000, 1, -1, 12, laps=(0.6, 0.7, 0.9))
+    j, _tb2 = _cut_after(lambda t, f: t == proto.T_REV and f["n"] == 2, events=ev)
+    assert _outcome(j, 1) == [("VOID", proto.V_POWER)], j.frames
+    # and a long spin cut at its 2nd lap gets its result, its laps counted in full
+    j, _tb2 = _cut_after(lambda t, f: t == proto.T_REV and f["n"] == 2)
+    assert _outcome(j, 1) == [("RES", WHEEL[12])], j.frames
+    drop = next(f for t, f in j.frames if t == proto.T_DROP)
+    assert drop["revs"] == len(LAPS) - 1, drop  # all but the lap the cut fell in
+
+
+def test_an_incident_relaunch_cut_before_its_launch_keeps_the_bets_closed():
+    # Cut between INC relaunch and its LAUNCH: the relaunch at power-up still calls "rien
+    # ne va plus" at once (bets closed), as decree 1-4 wants.
+    tb, fr = open_table(store.Store(scratch_dir()))
+    t = play(tb, 5_000_000, 1, -1, 12)
+    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
+    t_inc = t + 5_000_000 + 3_000_000
+    run(tb, [e for e in ev if e[0] < t_inc])
+    tb.feed(t_inc, channels.INCIDENT, 1)
+    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    tb.feed(t_inc + 3_000_000, 12, 1)  # the ball back in the previous result's pocket
+    run(tb, [], until=t_inc + 7_000_000)
+    assert fr.of(proto.T_INCIDENT)[-1]["step"] == proto.INC_BACK
+    tb.feed(t_inc + 7_100_000, 12, 0)
+    # the relaunch's INC frame goes out, then the power: the state as the journal gives it
+    tb.spin.st["incident"] = None
+    tb.spin.st["frozen"] = True
+    tb.save()
+    tb2, fr2 = power_back(tb.store.dat.rsplit("/", 1)[0], t_inc + 8_000_000)
+    play(tb2, t_inc + 9_000_000, 1, -1, 25)
+    assert fr2.of(proto.T_RNVP)[0]["why"] == "incident", fr2.of(proto.T_RNVP)
+    assert fr2.of(proto.T_RESULT)[-1]["num"] == WHEEL[25]
+
+
+def test_a_ball_relaunched_before_it_was_seen_back_is_played_not_ignored():
+    # The croupier relaunches without the ball having been seen back: the spin is played
+    # (bets closed), and INC says the check was not made.
+    tb, fr = open_table()
+    t = play(tb, 5_000_000, 1, -1, 12)
+    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
+    t_inc = t + 5_000_000 + 3_000_000
+    run(tb, [e for e in ev if e[0] < t_inc])
+    tb.feed(t_inc, channels.INCIDENT, 1)
+    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    run(tb, [], until=t_inc + 5_000_000)  # the ball stopped, held in the croupier's hand
+    play(tb, t_inc + 6_000_000, 1, -1, 25)
+    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "relaunch", "checked": 0}
+    assert fr.of(proto.T_RNVP)[-1]["why"] == "incident"
+    assert fr.of(proto.T_RESULT)[-1] == {
+        "spin": 3,
+        "num": WHEEL[25],
+        "colour": numbers.colour(WHEEL[25]),
+        "parity": numbers.chances(WHEEL[25])[1],
+        "half": numbers.chances(WHEEL[25])[2],
+    }
+
+
+def test_a_finished_session_closes_when_the_lid_reads_locked_at_power_up():
+    # The last of the three spins played, the lid locked, and the power cut before the
+    # session closed: at power-up the lid reads locked, and that closes it.
+    d = scratch_dir()
+    tb, _fr = open_table(store.Store(d))
+    tb.handle(proto.C_LAST_THREE, {})
+    t = 5_000_000
+    for i in range(3):
+        t = play(tb, t, 1 if i % 2 == 0 else -1, -1 if i % 2 == 0 else 1, 5 + i) + 5_000_000
+    assert tb.st["session"]["left"] == 0
+    fr2 = Frames()
+    tb2 = table.Table(WHEEL, fr2, store.Store(d))
+    tb2.start(t)
+    tb2.feed(t + 1000, channels.LID, 1)  # as the board reads it at power-up
+    assert tb2.spin.state == proto.S_CLOSED and tb2.st["session"] is None
+    assert fr2.of(proto.T_SESSION_CLOSE)
+
+
+def test_a_failed_save_is_reported_and_cleared_alike_after_a_recovery():
+    # The FAULT frame and the state hold the same detail, so a state rebuilt from the
+    # journal clears the fault at the next save that works.
+    from rmcfw import recover
+
+    class Failing(store.Store):
+        fail = True
+
+        def save(self, state):
+            if self.fail:
+                raise OSError(5, "EIO")
+            store.Store.save(self, state)
+
+    d = scratch_dir()
+    fr = Frames()
+    st = Failing(d)
+    tb = table.Table(WHEEL, fr, st)
+    tb.start(0)
+    f = next(x for x in fr.of(proto.T_FAULT) if x["code"] == proto.F_STORAGE)
+    assert tb.st["faults"][proto.F_STORAGE] == f["detail"]
+    st.fail = False
+    tb2 = table.Table(WHEEL, Frames(), store.Store(d))
+    tb2.recover(fr.frames)
+    assert proto.F_STORAGE in tb2.st["faults"]
+    tb2.save()
+    assert proto.F_STORAGE not in tb2.st["faults"]
+    assert recover  # (the module the recovery above goes through)
