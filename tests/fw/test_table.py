@@ -26,6 +26,18 @@ def play(tb, t0, rdir, bdir, pocket, **kw):
     return t_end + 2000
 
 
+def _incident_in_spin_2(tb):
+    """A first spin (result: channel 12), then the croupier's incident input while the
+    second one's ball runs; returns when (us)."""
+    t = play(tb, 5_000_000, 1, -1, 12)
+    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
+    t_inc = t + 5_000_000 + 3_000_000
+    run(tb, [e for e in ev if e[0] < t_inc])
+    tb.feed(t_inc, channels.INCIDENT, 1)
+    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    return t_inc
+
+
 def test_a_spin_gives_its_result():
     tb, fr = open_table()
     play(tb, 5_000_000, 1, -1, 12)
@@ -326,12 +338,7 @@ def test_power_cut_during_an_incident_keeps_the_procedure():
     # bets staying closed. A power cut in the middle must not reopen the bets.
     d = scratch_dir()
     tb, _fr = open_table(store.Store(d))
-    t = play(tb, 5_000_000, 1, -1, 12)  # previous result: channel 12
-    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
-    t_inc = t + 5_000_000 + 3_000_000
-    run(tb, [e for e in ev if e[0] < t_inc])
-    tb.feed(t_inc, channels.INCIDENT, 1)
-    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    t_inc = _incident_in_spin_2(tb)  # previous result: channel 12
     assert tb.spin.state == proto.S_INCIDENT
     # power back: a new table on the same flash, still in the incident
     t_on = t_inc + 2_000_000
@@ -659,12 +666,7 @@ def test_an_incident_whose_ball_back_pocket_is_dead_does_not_lock_the_table():
     # After incident_ms with no pocket held and no pass, the relaunch is let through (bets
     # stay closed) and the dead sensor is reported; the session can then go on and close.
     tb, fr = open_table()
-    t = play(tb, 5_000_000, 1, -1, 12)
-    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
-    t_inc = t + 5_000_000 + 3_000_000
-    run(tb, [e for e in ev if e[0] < t_inc])
-    tb.feed(t_inc, channels.INCIDENT, 1)
-    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    t_inc = _incident_in_spin_2(tb)
     assert tb.spin.state == proto.S_INCIDENT
     run(tb, [], until=t_inc + 20_000_000)
     assert fr.of(proto.T_INCIDENT) == [{"spin": 2, "step": "start"}]  # not yet
@@ -874,12 +876,7 @@ def test_an_incident_relaunch_cut_before_its_launch_keeps_the_bets_closed():
     # Cut between INC relaunch and its LAUNCH: the relaunch at power-up still calls "rien
     # ne va plus" at once (bets closed), as decree 1-4 wants.
     tb, fr = open_table(store.Store(scratch_dir()))
-    t = play(tb, 5_000_000, 1, -1, 12)
-    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
-    t_inc = t + 5_000_000 + 3_000_000
-    run(tb, [e for e in ev if e[0] < t_inc])
-    tb.feed(t_inc, channels.INCIDENT, 1)
-    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    t_inc = _incident_in_spin_2(tb)
     tb.feed(t_inc + 3_000_000, 12, 1)  # the ball back in the previous result's pocket
     run(tb, [], until=t_inc + 7_000_000)
     assert fr.of(proto.T_INCIDENT)[-1]["step"] == proto.INC_BACK
@@ -898,12 +895,7 @@ def test_a_ball_relaunched_before_it_was_seen_back_is_played_not_ignored():
     # The croupier relaunches without the ball having been seen back: the spin is played
     # (bets closed), and INC says the check was not made.
     tb, fr = open_table()
-    t = play(tb, 5_000_000, 1, -1, 12)
-    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
-    t_inc = t + 5_000_000 + 3_000_000
-    run(tb, [e for e in ev if e[0] < t_inc])
-    tb.feed(t_inc, channels.INCIDENT, 1)
-    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    t_inc = _incident_in_spin_2(tb)
     run(tb, [], until=t_inc + 5_000_000)  # the ball stopped, held in the croupier's hand
     play(tb, t_inc + 6_000_000, 1, -1, 25)
     assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "relaunch", "checked": 0}
