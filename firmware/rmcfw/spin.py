@@ -388,7 +388,9 @@ class Spin:
         ball to be seen back in the previous result's pocket before the relaunch, and bets
         stay closed (the launch after it calls "rien ne va plus" at once)."""
         self.inc_back = False
-        self.inc_moving = False  # a pass says otherwise (its ball may lie back already)
+        # the ball may still run from before the cut: until a lap's time without a pass
+        # (a pass then must not be taken for the relaunch, whose result it would give)
+        self.inc_moving = True
         self.t_inc = t
         self._set(proto.S_INCIDENT, t)
 

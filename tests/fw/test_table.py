@@ -954,3 +954,21 @@ def test_a_failed_save_is_reported_and_cleared_alike_after_a_recovery():
     tb2.save()
     assert proto.F_STORAGE not in tb2.st["faults"]
     assert recover  # (the module the recovery above goes through)
+
+
+def test_a_ball_still_running_after_a_cut_in_an_incident_is_no_relaunch():
+    # The incident called, the ball still runs, the power cut and back at once: its passes
+    # are the stopped spin's ball, not a relaunch (whose result that ball would give).
+    d = scratch_dir()
+    tb, _fr = open_table(store.Store(d))
+    t = play(tb, 5_000_000, 1, -1, 12)
+    ev, _t_rest, t_end = spin_events(t + 5_000_000, -1, 1, 20)
+    t_inc = t + 5_000_000 + 3_000_000
+    run(tb, [e for e in ev if e[0] < t_inc])
+    tb.feed(t_inc, channels.INCIDENT, 1)
+    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    t_on = t_inc + 200_000
+    tb2, fr2 = power_back(d, t_on)
+    run(tb2, [e for e in ev if e[0] > t_on and e[1] != 20], until=t_end)
+    assert not fr2.of(proto.T_LAUNCH), fr2.of(proto.T_LAUNCH)
+    assert tb2.spin.state == proto.S_INCIDENT
