@@ -42,10 +42,13 @@ def apply(st, ftype, fields):
             st["voided"] = None
             st["run_void"] = why
             st["run_revs"] = 0
+            st["run_lone"] = [0, 0]
             st["frozen"] = False  # an incident's relaunch: launched
     elif ftype == proto.T_REV:
         if st["run"] == int(n):
             st["run_revs"] = int(fields["n"])  # the laps before a cut: resume() counts on
+            if "lone" in fields:  # and the ball sensors' disagreements
+                st["run_lone"] = [int(fields["lone"]), int(fields.get("reversed", 0))]
     elif ftype == proto.T_DROP:
         why = fields.get("void")  # the drop's verdict (few revolutions, ball sensors)
         if why and st["run"] == int(n) and not st["voided"]:

@@ -67,6 +67,8 @@ class Spin:
         self.resumed = False  # the spin under way was resumed after a power cut
         self.t_resume = 0
         self.revs_before = 0  # a resumed spin's laps before the power cut (its REV frames)
+        self.lone_before = 0  # ... and its ball sensors' lone edges and reversed passes
+        self.reversed_before = 0
         self.t_lone = -1  # a pass one sensor alone saw in bets: a launch if another follows
         self.inc_moving = False  # incident: the ball still passing the track sensors
         self.t_inc = 0  # ... its last pass, or the incident's start
@@ -184,7 +186,14 @@ class Spin:
             b = self.ball
             n = b.count - 1 + self.revs_before
             self.st["run_revs"] = n  # (saved with the next save; recovered from REV frames)
-            self.emit(proto.T_REV, ("spin", self.st["spin"], "n", n, "period_us", b.period_us))
+            fields = ("spin", self.st["spin"], "n", n, "period_us", b.period_us)
+            lone = b.lone + self.lone_before
+            if lone or b.reversed:
+                # the ball sensors' disagreements so far, for a spin resumed after a cut
+                rev = b.reversed + self.reversed_before
+                self.st["run_lone"] = [lone, rev]
+                fields += ("lone", lone, "reversed", rev)
+            self.emit(proto.T_REV, fields)
             self._check_dirs(t)
             self.pred.lap(t)
             self._check_call(t)
@@ -348,7 +357,8 @@ class Spin:
         st["voided"] = None
         st["run_void"] = None
         st["run_revs"] = 0
-        self.revs_before = 0
+        st["run_lone"] = [0, 0]
+        self.revs_before = self.lone_before = self.reversed_before = 0
         frozen = self.frozen
         self.frozen = False
         st["frozen"] = False
@@ -428,6 +438,7 @@ class Spin:
         # the laps before the cut, as its REV frames counted them: the pass after the resume
         # ends the lap under way then (laps while the power was off are not seen)
         self.revs_before = self.st["run_revs"] + 1
+        self.lone_before, self.reversed_before = self.st["run_lone"]
         self._call(t, WHY_POWER)
         why = self.st["run_void"]
         if why:
@@ -468,7 +479,8 @@ class Spin:
             # the laps before the cut, then each pass since ends one; the ball sensors as
             # far as the passes since tell (the direction came at the launch)
             revs = self.revs_before - 1 + b.count
-            ball_bad = b.lone > self.cfg.lone_max or b.reversed
+            lone = b.lone + self.lone_before
+            ball_bad = lone > self.cfg.lone_max or b.reversed + self.reversed_before > 0
             if ball_bad:
                 why = proto.V_SENSORS
             elif revs < self.cfg.min_revs:

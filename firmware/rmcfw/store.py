@@ -64,6 +64,7 @@ def defaults():
         "voided": None,  # its void reason, once sent
         "run_void": None,  # its void owed: due by its launch, unsent at a cut (rmcfw.recover)
         "run_revs": 0,  # its laps counted so far (REV frames)
+        "run_lone": [0, 0],  # its ball sensors' lone edges and reversed passes so far
         "incident": None,  # spin whose incident (decree 1-4) awaits the ball back and relaunch
         "frozen": False,  # the next launch is an incident's relaunch: bets stay closed
         "session": None,  # open session: {"id", "chef", "spins", "last3", "left"}

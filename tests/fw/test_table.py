@@ -972,3 +972,14 @@ def test_a_ball_still_running_after_a_cut_in_an_incident_is_no_relaunch():
     run(tb2, [e for e in ev if e[0] > t_on and e[1] != 20], until=t_end)
     assert not fr2.of(proto.T_LAUNCH), fr2.of(proto.T_LAUNCH)
     assert tb2.spin.state == proto.S_INCIDENT
+
+
+def test_a_resumed_spin_still_counts_the_lone_edges_before_the_cut():
+    # Ball sensor A misses three passes (more than lone_max), then the power is cut: the
+    # REV frames carried the count, so the resumed spin is void (sensors), not a result.
+    ev, _, _t_end = spin_events(5_000_000, 1, -1, 12)
+    a_edges = sorted(e for e in ev if e[1] == channels.BALL_A)
+    missed = {a_edges[3], a_edges[5], a_edges[7]}
+    ev = [e for e in ev if e not in missed]
+    j, _tb2 = _cut_after(lambda t, f: t == proto.T_REV and f["n"] == 8, events=ev)
+    assert _outcome(j, 1) == [("VOID", proto.V_SENSORS)], j.frames
