@@ -273,10 +273,22 @@ class Wire:
         count = int(f.fields.get("n", RECALL_MIN))
         if count < 1:
             raise ValueError("n")
-        games = self.journal.results(max(count, RECALL_MIN))
-        text = ";".join("%d:%s" % g for g in games)
-        self.emit(proto.T_RECALL, ("n", len(games), "games", text))
+        emit_recall(self.emit, self.journal.results(max(count, RECALL_MIN)))
         return True, ""
+
+
+def emit_recall(emit, games):
+    """The RECALL frame of (spin, number) pairs, oldest first: the newest that fit in a line
+    (a keyed frame, long spin numbers), n saying how many."""
+    while True:
+        text = ";".join("%d:%s" % (s, label) for s, label in games)
+        try:
+            emit(proto.T_RECALL, ("n", len(games), "games", text))
+            return
+        except ValueError:  # longer than a line (the encoder consumes no seq then)
+            if not games:
+                raise
+            games = games[1:]
 
 
 def parse_ranges(text):

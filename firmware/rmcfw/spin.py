@@ -16,7 +16,7 @@
 # Frames go out through emit(type, (k1, v1, k2, v2, ...)), the wire's Wire.emit signature.
 from micropython import const
 
-from rmcfw import numbers, proto, ticks
+from rmcfw import commands, numbers, proto, ticks
 
 CW = "cw"
 CCW = "ccw"
@@ -258,7 +258,7 @@ class Spin:
             elif self.resumed and not b.count:
                 # back from a power cut and no pass since: the ball is in a pocket, or was
                 # already picked up; either way it is off the track
-                if ticks.diff(now, self.t_resume) > c.limit_ms * 10 * c.drop_pct:
+                if ticks.diff(now, self.t_resume) > self._stopped_us():
                     self._drop(now)
                     if not p.count:
                         # nor in a pocket: picked up while the power was off, unseen
@@ -306,7 +306,7 @@ class Spin:
                 self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % p.mask_held(now))
         elif s == proto.S_INCIDENT and not self.inc_back:
             quiet = ticks.diff(now, self.t_inc)
-            if self.inc_moving and quiet > c.limit_ms * 10 * c.drop_pct:
+            if self.inc_moving and quiet > self._stopped_us():
                 self.inc_moving = False  # no pass for longer than a lap: the ball is stopped
             want = self._previous_channel()
             if self.inc_moving:
@@ -404,6 +404,11 @@ class Spin:
         self.t_inc = t
         self._set(proto.S_INCIDENT, t)
 
+    def _stopped_us(self):
+        """No pass for this long: the ball is off the track (drop_pct of the longest lap)."""
+        c = self.cfg
+        return c.limit_ms * 10 * c.drop_pct
+
     def _launching(self, t):
         """Whether a pass in bets launches the ball: one seen by both sensors, or a second
         pass within a lap of one seen by a single sensor (a lone pulse alone is a glitch:
@@ -442,7 +447,6 @@ class Spin:
         self._call(t, WHY_POWER)
         why = self.st["run_void"]
         if why:
-            self.st["run_void"] = None
             self._void(t, why)  # its launch was void, and the cut kept the VOID in
 
     def _check_call(self, t):
@@ -557,7 +561,7 @@ class Spin:
         self.save()
         self._set(proto.S_RESULT, t)
 
-    def _void(self, t, reason, save=True):
+    def _void(self, t, reason):
         if self.void is not None:
             return  # one reason per spin: the first found
         self.void = reason
@@ -565,8 +569,7 @@ class Spin:
         # settled, but its ball may still run: resumed after a cut, not taken for a launch
         self.st["voided"] = reason
         self.st["run_void"] = None
-        if save:
-            self.save()
+        self.save()
 
     def _end(self):
         """The spin's ball is at rest, or off the wheel: nothing left to resume."""
@@ -581,11 +584,14 @@ class Spin:
             return
         if not self.called:
             self._call(t, WHY_INCIDENT)
-        self._void(t, proto.V_OBJECT, False)
-        self.st["incident"] = self.st["spin"]  # survives a power cut
-        self.st["run"] = None  # stopped: the relaunch is a spin of its own
-        self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_START))
-        self.save()
+        self._hold += 1
+        try:
+            self._void(t, proto.V_OBJECT)
+            self.st["incident"] = self.st["spin"]  # survives a power cut
+            self.st["run"] = None  # stopped: the relaunch is a spin of its own
+            self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_START))
+        finally:
+            self._release()
         self.inc_back = False
         self.inc_moving = True  # until a lap's time without a pass
         self.t_inc = t
@@ -661,15 +667,5 @@ class Spin:
         return True, ""
 
     def recall(self, n):
-        res = self.st["results"][-n:] if n > 0 else []
-        while True:
-            games = ";".join("%d:%s" % (s, label) for s, label in res)
-            try:
-                self.emit(proto.T_RECALL, ("n", len(res), "games", games))
-                return True, ""
-            except ValueError:
-                # longer than a line (a keyed frame, long spin numbers): the newest games
-                # that fit, n saying how many
-                if not res:
-                    raise
-                res = res[1:]
+        commands.emit_recall(self.emit, self.st["results"][-n:] if n > 0 else [])
+        return True, ""
