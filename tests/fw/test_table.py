@@ -26,16 +26,23 @@ def play(tb, t0, rdir, bdir, pocket, **kw):
     return t_end + 2000
 
 
-def _incident_in_spin_2(tb):
-    """A first spin (result: channel 12), then the croupier's incident input while the
-    second one's ball runs; returns when (us)."""
+def _into_spin_2(tb, after_us, rdir=-1, bdir=1):
+    """A first spin (rotor cw, result: channel 12), then the second one (ball for pocket
+    20) run until after_us into it: (its events, its end, that time)."""
     t = play(tb, 5_000_000, 1, -1, 12)
-    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 20)
-    t_inc = t + 5_000_000 + 3_000_000
-    run(tb, [e for e in ev if e[0] < t_inc])
+    ev, _t_rest, t_end = spin_events(t + 5_000_000, rdir, bdir, 20)
+    t_x = t + 5_000_000 + after_us
+    run(tb, [e for e in ev if e[0] < t_x])
+    return ev, t_end, t_x
+
+
+def _incident_in_spin_2(tb):
+    """_into_spin_2, then the croupier's incident input 3 s into the second spin, its ball
+    still running: (when, its events, its end)."""
+    ev, t_end, t_inc = _into_spin_2(tb, 3_000_000)
     tb.feed(t_inc, channels.INCIDENT, 1)
     tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
-    return t_inc
+    return t_inc, ev, t_end
 
 
 def test_a_spin_gives_its_result():
@@ -316,10 +323,7 @@ def power_back(folder, t_on):
 def test_power_cut_during_a_spin_resumes_it():
     d = scratch_dir()
     tb, _fr = open_table(store.Store(d))
-    t = play(tb, 5_000_000, 1, -1, 12)
-    ev, _t_rest, t_end = spin_events(t + 5_000_000, -1, 1, 20)
-    t_cut = t + 5_000_000 + 4_000_000  # the ball is on the track
-    run(tb, [e for e in ev if e[0] < t_cut])
+    ev, t_end, t_cut = _into_spin_2(tb, 4_000_000)  # the ball is on the track
     assert tb.spin.state == proto.S_TRACK
     # power back 1.5 s later: a new table on the same flash; the lid is read at power-up
     t_on = t_cut + 1_500_000
@@ -338,7 +342,7 @@ def test_power_cut_during_an_incident_keeps_the_procedure():
     # bets staying closed. A power cut in the middle must not reopen the bets.
     d = scratch_dir()
     tb, _fr = open_table(store.Store(d))
-    t_inc = _incident_in_spin_2(tb)  # previous result: channel 12
+    t_inc, _ev, _t_end = _incident_in_spin_2(tb)  # previous result: channel 12
     assert tb.spin.state == proto.S_INCIDENT
     # power back: a new table on the same flash, still in the incident
     t_on = t_inc + 2_000_000
@@ -595,10 +599,7 @@ def test_a_spin_whose_ball_was_picked_up_while_the_power_was_off_is_void():
     # is a spin of its own, not taken for the old one's passes.
     d = scratch_dir()
     tb, _fr = open_table(store.Store(d))
-    t = play(tb, 5_000_000, 1, -1, 12)
-    ev, _t_rest, t_end = spin_events(t + 5_000_000, -1, 1, 20)
-    t_cut = t + 5_000_000 + 4_000_000
-    run(tb, [e for e in ev if e[0] < t_cut])
+    _ev, t_end, _t_cut = _into_spin_2(tb, 4_000_000)
     t_on = t_end + 1_000_000  # the ball came to rest, and was picked up
     tb2, fr2 = power_back(d, t_on)
     run(tb2, [], until=t_on + 3_000_000)
@@ -616,10 +617,7 @@ def test_a_voided_spin_cut_mid_run_is_not_taken_for_a_new_launch():
     # at power-up the passes are the void spin's, no phantom launch and no result for it.
     d = scratch_dir()
     tb, fr = open_table(store.Store(d))
-    t = play(tb, 5_000_000, 1, -1, 12)
-    ev, _t_rest, t_end = spin_events(t + 5_000_000, 1, -1, 20)  # rotor cw again
-    t_cut = t + 5_000_000 + 3_000_000
-    run(tb, [e for e in ev if e[0] < t_cut])
+    ev, t_end, t_cut = _into_spin_2(tb, 3_000_000, 1, -1)  # rotor cw again
     assert fr.of(proto.T_VOID) == [{"spin": 2, "reason": proto.V_NOT_REVERSED}]
     t_on = t_cut + 500_000
     tb2, fr2 = power_back(d, t_on)
@@ -666,7 +664,7 @@ def test_an_incident_whose_ball_back_pocket_is_dead_does_not_lock_the_table():
     # After incident_ms with no pocket held and no pass, the relaunch is let through (bets
     # stay closed) and the dead sensor is reported; the session can then go on and close.
     tb, fr = open_table()
-    t_inc = _incident_in_spin_2(tb)
+    t_inc, _ev, _t_end = _incident_in_spin_2(tb)
     assert tb.spin.state == proto.S_INCIDENT
     run(tb, [], until=t_inc + 20_000_000)
     assert fr.of(proto.T_INCIDENT) == [{"spin": 2, "step": "start"}]  # not yet
@@ -876,7 +874,7 @@ def test_an_incident_relaunch_cut_before_its_launch_keeps_the_bets_closed():
     # Cut between INC relaunch and its LAUNCH: the relaunch at power-up still calls "rien
     # ne va plus" at once (bets closed), as decree 1-4 wants.
     tb, fr = open_table(store.Store(scratch_dir()))
-    t_inc = _incident_in_spin_2(tb)
+    t_inc, _ev, _t_end = _incident_in_spin_2(tb)
     tb.feed(t_inc + 3_000_000, 12, 1)  # the ball back in the previous result's pocket
     run(tb, [], until=t_inc + 7_000_000)
     assert fr.of(proto.T_INCIDENT)[-1]["step"] == proto.INC_BACK
@@ -895,7 +893,7 @@ def test_a_ball_relaunched_before_it_was_seen_back_is_played_not_ignored():
     # The croupier relaunches without the ball having been seen back: the spin is played
     # (bets closed), and INC says the check was not made.
     tb, fr = open_table()
-    t_inc = _incident_in_spin_2(tb)
+    t_inc, _ev, _t_end = _incident_in_spin_2(tb)
     run(tb, [], until=t_inc + 5_000_000)  # the ball stopped, held in the croupier's hand
     play(tb, t_inc + 6_000_000, 1, -1, 25)
     assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "relaunch", "checked": 0}
@@ -930,8 +928,6 @@ def test_a_finished_session_closes_when_the_lid_reads_locked_at_power_up():
 def test_a_failed_save_is_reported_and_cleared_alike_after_a_recovery():
     # The FAULT frame and the state hold the same detail, so a state rebuilt from the
     # journal clears the fault at the next save that works.
-    from rmcfw import recover
-
     class Failing(store.Store):
         fail = True
 
@@ -953,7 +949,6 @@ def test_a_failed_save_is_reported_and_cleared_alike_after_a_recovery():
     assert proto.F_STORAGE in tb2.st["faults"]
     tb2.save()
     assert proto.F_STORAGE not in tb2.st["faults"]
-    assert recover  # (the module the recovery above goes through)
 
 
 def test_a_ball_still_running_after_a_cut_in_an_incident_is_no_relaunch():
@@ -961,12 +956,7 @@ def test_a_ball_still_running_after_a_cut_in_an_incident_is_no_relaunch():
     # are the stopped spin's ball, not a relaunch (whose result that ball would give).
     d = scratch_dir()
     tb, _fr = open_table(store.Store(d))
-    t = play(tb, 5_000_000, 1, -1, 12)
-    ev, _t_rest, t_end = spin_events(t + 5_000_000, -1, 1, 20)
-    t_inc = t + 5_000_000 + 3_000_000
-    run(tb, [e for e in ev if e[0] < t_inc])
-    tb.feed(t_inc, channels.INCIDENT, 1)
-    tb.feed(t_inc + 10_000, channels.INCIDENT, 0)
+    t_inc, ev, t_end = _incident_in_spin_2(tb)
     t_on = t_inc + 200_000
     tb2, fr2 = power_back(d, t_on)
     run(tb2, [e for e in ev if e[0] > t_on and e[1] != 20], until=t_end)
