@@ -194,3 +194,195 @@ def test_journal_evicted_range_is_reported_lost(tmp_path):
     b.settle(3000)
     assert b.host.stats.lost, "the evicted frames must be reported lost, not asked forever"
     assert b.host.checker.report().gaps
+
+
+# --- one RESEND at a time, on a line paced like the board's UART ---
+
+
+class Paced:
+    """The firmware's Wire and a host Link on a line paced at `baud` both ways, in 1 ms
+    passes of virtual time. The Wire's room is the board's (board_pico._tx_room): resent
+    frames only while less than 512 bytes wait on the line, at most 256 a pass. The host
+    polls every `poll_ms`. Filters drop chosen lines: `cut_up` (firmware -> host),
+    `cut_down` (host -> firmware); `hold` stops the firmware serving RESENDs."""
+
+    def __init__(self, tmp_path, baud: int = 115200, poll_ms: int = 5) -> None:
+        self.ms = 0
+        self.bytes_per_ms = baud / 10 / 1000  # 8N1
+        self.poll_ms = poll_ms
+        self.up = bytearray()  # on the line to the host, oldest first
+        self.down = bytearray()
+        self.rx = bytearray()  # arrived at the host, not read yet
+        self._up_credit = 0.0
+        self._down_credit = 0.0
+        self.plugged = True
+        self.hold = False
+        self.cut_up = lambda line: False
+        self.cut_down = lambda line: False
+        self.resends: list[tuple[float, bytes]] = []  # (when, command) written by the host
+        self.acks: list[tuple[float, dict]] = []  # (when, fields) RESEND ACKs received
+        journal = Journal(str(tmp_path / "journal"), per_segment=256, segments=16)
+        journal.start()
+        self.wire = Wire(Encoder("T01", 1, None), journal, self._tx, room=self._room)
+        self.host = Link(self, clock=lambda: self.ms / 1000, on_frame=self._frame)
+
+    # the host's port
+    def read(self, n: int) -> bytes:
+        out = bytes(self.rx[:n])
+        del self.rx[:n]
+        return out
+
+    def write(self, data: bytes) -> None:
+        if b",RESEND," in data:
+            self.resends.append((self.ms / 1000, bytes(data)))
+        if not self.cut_down(bytes(data)):
+            self.down.extend(data)
+
+    def _frame(self, f) -> None:
+        if f.type == proto.T_ACK and f.fields[proto.K_CMD] == proto.C_RESEND:
+            self.acks.append((self.ms / 1000, f.fields))
+
+    # the firmware's line
+    def _tx(self, data) -> None:
+        if self.plugged and not self.cut_up(bytes(data)):
+            self.up.extend(data)
+
+    def _room(self) -> int:
+        if self.hold:
+            return 0
+        return max(0, min(256, 512 - len(self.up)))
+
+    def step(self) -> None:
+        self.ms += 1
+        self.wire.ms = self.ms
+        self._up_credit += self.bytes_per_ms
+        n = int(self._up_credit)
+        self._up_credit -= n
+        self.rx.extend(self.up[:n])
+        del self.up[:n]
+        self._down_credit += self.bytes_per_ms
+        n = int(self._down_credit)
+        self._down_credit -= n
+        data = bytes(self.down[:n])
+        del self.down[:n]
+        if data:
+            self.wire.feed(data)
+        self.wire.pump()
+        if self.ms % self.poll_ms == 0:
+            self.host.poll()
+
+    def run(self, seconds: float, until=lambda: False) -> None:
+        for _ in range(int(seconds * 1000)):
+            self.step()
+            if until():
+                return
+
+    def gap(self, frames: int) -> None:
+        """A few frames the host sees, `frames` it misses (unplugged), then one it sees."""
+        for i in range(3):
+            self.wire.emit(proto.T_LID, ("locked", i % 2))
+            self.run(0.05)
+        self.plugged = False
+        for i in range(frames):
+            self.wire.emit(proto.T_LID, ("locked", i % 2))
+        self.plugged = True
+        self.wire.emit(proto.T_LID, ("locked", 1))
+
+    def done(self) -> bool:
+        return self.host.complete() and self.host._high.get(1) == self.wire.enc.seq
+
+    def busy(self) -> int:
+        return sum(1 for _, a in self.acks if a[proto.K_DETAIL] == proto.A_BUSY)
+
+
+def test_next_resend_waits_for_the_ack_then_goes_at_once(tmp_path):
+    # 9600 baud: the first RESEND's 200 frames take ~8 s, far beyond retry_s.
+    b = Paced(tmp_path, baud=9600)
+    b.gap(300)
+    b.run(30, until=lambda: len(b.acks) == 1)
+    assert len(b.acks) == 1, "the first RESEND was never answered"
+    t_ack, ack = b.acks[0]
+    assert ack[proto.K_OK] == "1" and ack[proto.K_COUNT] == "200"
+    first = b.resends[0][0]
+    assert t_ack - first > 5 * b.host.retry_s
+    # Its answer was never cut short by a second RESEND...
+    assert [t for t, _ in b.resends if t < t_ack] == [first]
+    # ...and the next goes as soon as the ACK is in.
+    b.run(0.1, until=lambda: len(b.resends) > 1)
+    assert len(b.resends) == 2 and b.resends[1][0] - t_ack <= b.poll_ms / 1000
+    assert b"seq=204," in b.resends[1][1]  # the gap starts at seq 4: 204 on
+    b.run(60, until=b.done)
+    assert b.done() and b.busy() == 0 and b.host.stats.refused == 0
+
+
+def test_lost_resend_is_sent_again_after_its_answer_s(tmp_path):
+    b = Paced(tmp_path)
+    lost: list[bytes] = []
+
+    def cut_first(line: bytes) -> bool:
+        if b",RESEND," in line and not lost:
+            lost.append(line)
+            return True
+        return False
+
+    b.cut_down = cut_first
+    b.gap(300)
+    b.run(2, until=lambda: len(b.resends) > 1)
+    assert lost and len(b.resends) == 2
+    waited = b.resends[1][0] - b.resends[0][0]
+    # No second RESEND while the first might still be answered, none long after.
+    assert waited > 2 * b.host.min_interval_s
+    assert b.host.answer_s <= waited <= b.host.answer_s + b.poll_ms / 1000
+    b.run(10, until=b.done)
+    assert b.done() and b.busy() == 0
+
+
+def test_lost_ack_does_not_stall_the_link(tmp_path):
+    b = Paced(tmp_path)
+    dropped: list[bytes] = []
+
+    def cut_first_ack(line: bytes) -> bool:
+        if b",ACK," in line and b"cmd=RESEND" in line and not dropped:
+            dropped.append(line)
+            return True
+        return False
+
+    b.cut_up = cut_first_ack
+    last_resent = [0.0]
+    on_frame = b.host.on_frame
+
+    def frame(f) -> None:
+        if f.resent:
+            last_resent[0] = b.ms / 1000
+        on_frame(f)
+
+    b.host.on_frame = frame
+    b.gap(300)
+    b.run(5, until=lambda: bool(dropped))
+    assert dropped, "the first RESEND was never served to its end"
+    assert len(b.resends) == 1  # its answer (200 frames, ~0.8 s) was not cut short
+    # The next waits answer_s of silence for the ACK that never comes, not for ever.
+    b.run(1, until=lambda: len(b.resends) > 1)
+    assert len(b.resends) == 2
+    waited = b.resends[1][0] - last_resent[0]
+    assert b.host.answer_s <= waited <= b.host.answer_s + b.poll_ms / 1000
+    b.run(10, until=b.done)
+    assert b.done() and b.busy() == 0
+
+
+@pytest.mark.parametrize("live_every_ms", [0, 100])
+def test_big_gap_caught_up_without_cutting_resends_short(tmp_path, live_every_ms):
+    """495 frames missed at 115200 baud: three RESENDs, each served whole, none busy."""
+    b = Paced(tmp_path)
+    b.gap(495)
+    start = b.ms
+    while not b.done() and b.ms - start < 10_000:
+        if live_every_ms and (b.ms - start) % live_every_ms == 0:
+            b.wire.emit(proto.T_LID, ("locked", 0))  # the table goes on meanwhile
+        b.step()
+    assert b.done(), b.host.missing_ranges()[:3]
+    took = (b.ms - start) / 1000
+    b.run(0.1)  # the last ACK, after the last frame
+    assert len(b.resends) == 3 and b.busy() == 0 and b.host.stats.refused == 0
+    assert [a[proto.K_COUNT] for _, a in b.acks] == ["200", "200", "95"]
+    assert took < 3.0

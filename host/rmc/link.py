@@ -3,9 +3,10 @@
 `Link` reads bytes from a port (anything with `read(n)` and `write(data)`: a pyserial port,
 `serial.serial_for_url("socket://127.0.0.1:PORT")`, an in-process test channel), splits them
 into lines, feeds the checker (`rmc.checker.Checker`) and the trace writer, and keeps asking
-the firmware to RESEND every missing (boot, seq) range until it arrives. Results are released
-to `on_result` in (boot, seq) order, each exactly once, and only when no frame before them is
-still missing: the result list it gives is complete and in order.
+the firmware to RESEND every missing (boot, seq) range until it arrives, one RESEND at a
+time (the firmware serves one at a time: a new one cuts short the one it is serving).
+Results are released to `on_result` in (boot, seq) order, each exactly once, and only when
+no frame before them is still missing: the result list it gives is complete and in order.
 
 A frame lost at the very end of the stream leaves no later frame to show the gap, so a quiet
 link is probed with STATUS: the firmware's ACK carries the next seq, which shows it.
@@ -70,6 +71,7 @@ class Link:
         retry_s: float = 0.5,
         idle_s: float = 2.0,
         min_interval_s: float = 0.05,
+        answer_s: float = 0.15,
     ) -> None:
         self.port = port
         self.key = key
@@ -81,6 +83,15 @@ class Link:
         self.retry_s = retry_s
         self.idle_s = idle_s
         self.min_interval_s = min_interval_s
+        # One RESEND at a time; it is taken as lost after answer_s without a sign of its
+        # answer (a resent frame, its ACK). Counted from the last sign, not guessed from the
+        # frames asked and a line rate the link does not know: the answer shows itself frame
+        # by frame (200 frames: ~1.5 s at 115200 baud, longer behind live frames). Its first
+        # frame comes within a round trip (the command's ~10 ms at 115200, a loop pass, at
+        # most ~45 ms of frames queued before it, the adapter's latency); replacing an answer
+        # not started yet costs only a busy ACK, while each damaged command (no answer at
+        # all) costs the whole wait.
+        self.answer_s = answer_s
         self.stats = LinkStats()
         self._buf = bytearray()
         self._commander: Commander | None = None
@@ -90,6 +101,8 @@ class Link:
         self._asked: dict[tuple[int, int], float] = {}  # (boot, seq) -> when last asked
         self._last_resend = -1e18
         self._resends: dict[int, tuple[int, list[int]]] = {}  # command seq -> boot, seqs asked
+        self._inflight: int | None = None  # the RESEND awaiting its ACK (command seq)
+        self._inflight_t = -1e18  # when it was sent, or a frame of its answer last came
         self._pending: dict[tuple[int, int], Frame] = {}  # results not released yet
         self._released = 0
         self._last_rx = clock()
@@ -129,6 +142,8 @@ class Link:
         if f is None:
             return
         self._last_rx = now
+        if f.resent and self._inflight is not None:
+            self._inflight_t = now  # the RESEND is being served: not lost
         self._track(f)
         if f.type == proto.T_ACK:
             self._ack(f)
@@ -172,6 +187,8 @@ class Link:
     def _ack(self, f: Frame) -> None:
         cseq = f.fields.get(proto.K_CSEQ, "")
         asked = self._resends.pop(int(cseq), None) if cseq.isdigit() else None
+        if cseq.isdigit() and int(cseq) == self._inflight:
+            self._inflight = None  # answered (ok, busy, refused): the next RESEND may go
         if f.fields.get(proto.K_OK) == "1":
             n = f.fields.get(proto.K_COUNT, "")
             if asked is not None and n.isdigit():
@@ -249,12 +266,16 @@ class Link:
 
         Each call sends at most one RESEND, for the first missing frames not asked in the
         last retry_s (a few ranges, so the command stays short enough to cross a bad line).
-        Requests are pipelined: the next one does not wait for the answer to the last.
+        One RESEND at a time: the next goes once the last one's ACK has come, or once its
+        answer has been silent for answer_s.
         """
         if self.checker.table is None:
             return
         now = self.clock()
-        if now - self._last_resend >= self.min_interval_s:
+        # Silence for answer_s: the command, the rest of its answer or its ACK was lost; the
+        # next RESEND asks for the frames still missing and not asked in the last retry_s.
+        waiting = self._inflight is not None and now - self._inflight_t < self.answer_s
+        if not waiting and now - self._last_resend >= self.min_interval_s:
             first = self.first_missing()
             if first is not None:
                 boot = first[0]
@@ -277,7 +298,10 @@ class Link:
                     wanted = [s for x, y in ranges for s in range(x, y + 1)]
                     for s in wanted:
                         asked[(boot, s)] = now
-                    self._resends[self._commander.seq] = (boot, wanted)  # type: ignore[union-attr]
+                    cseq = self._commander.seq  # type: ignore[union-attr]
+                    self._resends[cseq] = (boot, wanted)
+                    self._inflight = cseq
+                    self._inflight_t = now
         if now - self._last_rx >= self.idle_s and now - self._last_probe >= self.idle_s:
             self._last_probe = now
             self.send(proto.C_STATUS)
