@@ -62,6 +62,7 @@ _FORGET = 0.9  # per spin, the weight left to what earlier spins said of the dra
 _RISK = 0.001  # a pass call may miss a last pass this likely (a late call)
 _GUARD = 0.02  # s: a call bounded by a pass comes at least this much before it
 _OFFSETS = (0.0, -0.4, -0.2, 0.2, 0.4)  # s: calls tried around each pass's lead
+_WIDEN = 0.5  # a spin's bracket of v_c, widened by this many standard errors of its ends
 _NOISE_MIN = 1e-5  # s^2: pass-time variance assumed at least (3 ms), for the friction's prior
 _NOISE_NEW = 1e-4  # s^2: (10 ms)^2, the timing noise assumed before any spin
 _LEARN_LAPS = const(4)  # a spin of that many laps teaches the timing noise...
@@ -888,11 +889,17 @@ class Predictor:
         nxt = a * last - b  # ... and at the pass that did not come
         if not 0 < nxt < last:
             return False  # a fit that does not slow down to a stop: nothing to learn
+        # each end of the bracket widened by _WIDEN of its standard error: the highest of
+        # noisy lower ends (the lowest of the upper ones) overshoots v_c by about the noise,
+        # which set the centre high, the calls a lap early (lapgen at 20 ms: +0.05 in log v_c)
+        s2 = self._rss / (n - 2)
+        d_lo = _WIDEN * _sd(s2 * (a * a * self._cww - 2.0 * a * self._cwb + self._cbb)) / nxt
+        d_hi = _WIDEN * _sd(s2 * self._cww) / last
         if b > 0 and n >= _LEARN_LAPS and (n >= _B_LAPS or self.nr == 0):
             self._learn_r(last, b, n)
         i = self.learned % _SPINS
-        self._lo[i] = log(nxt)
-        self._hi[i] = log(last)
+        self._lo[i] = log(nxt) - d_lo
+        self._hi[i] = log(last) + d_hi
         self.learned += 1
         self._estimate(min(self.learned, _SPINS))
         return True

@@ -72,7 +72,8 @@ def test_noisy_laps_are_never_late():
     assert within >= 0.82 * n, (within, n)  # measured: 53 of 64 (51 before _learn_b)
     n, within, late = total(((1.1, 11), (1.4, 12)), 0.02)
     assert late == 0, (late, n)
-    assert within >= 0.56 * n, (within, n)  # measured: 36 of 64 (35 before _learn_b)
+    # measured: 41 of 64; 36 before the brackets of v_c were widened by their errors (_WIDEN)
+    assert within >= 0.6 * n, (within, n)
 
 
 def test_a_known_wheel_needs_no_learning_spins():
