@@ -627,6 +627,19 @@ def test_a_voided_spin_cut_mid_run_is_not_taken_for_a_new_launch():
     assert tb2.spin.state == proto.S_BETS and tb2.st["run"] is None
 
 
+def _result_frame(spin, pocket):
+    """The RES frame's fields for the ball in `pocket` (a wheel position) on spin `spin`."""
+    num = WHEEL[pocket]
+    chances = numbers.chances(num)
+    return {
+        "spin": spin,
+        "num": num,
+        "colour": numbers.colour(num),
+        "parity": chances[1],
+        "half": chances[2],
+    }
+
+
 def test_a_lone_ball_pulse_in_bets_is_no_launch():
     # One ball sensor glitching once while bets are open: no phantom spin (which would
     # have voided itself and made the next real spin "rotor not reversed").
@@ -636,13 +649,7 @@ def test_a_lone_ball_pulse_in_bets_is_no_launch():
     assert not fr.of(proto.T_LAUNCH)[1:] and tb.spin.state == proto.S_BETS, fr.frames
     play(tb, t + 5_000_000, -1, 1, 20)
     assert [f["spin"] for f in fr.of(proto.T_LAUNCH)] == [1, 2]
-    assert fr.of(proto.T_RESULT)[-1] == {
-        "spin": 2,
-        "num": WHEEL[20],
-        "colour": numbers.colour(WHEEL[20]),
-        "parity": numbers.chances(WHEEL[20])[1],
-        "half": numbers.chances(WHEEL[20])[2],
-    }
+    assert fr.of(proto.T_RESULT)[-1] == _result_frame(2, 20)
     assert not fr.of(proto.T_VOID)
 
 
@@ -898,13 +905,7 @@ def test_a_ball_relaunched_before_it_was_seen_back_is_played_not_ignored():
     play(tb, t_inc + 6_000_000, 1, -1, 25)
     assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "relaunch", "checked": 0}
     assert fr.of(proto.T_RNVP)[-1]["why"] == "incident"
-    assert fr.of(proto.T_RESULT)[-1] == {
-        "spin": 3,
-        "num": WHEEL[25],
-        "colour": numbers.colour(WHEEL[25]),
-        "parity": numbers.chances(WHEEL[25])[1],
-        "half": numbers.chances(WHEEL[25])[2],
-    }
+    assert fr.of(proto.T_RESULT)[-1] == _result_frame(3, 25)
 
 
 def test_a_finished_session_closes_when_the_lid_reads_locked_at_power_up():
