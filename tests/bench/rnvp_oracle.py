@@ -52,17 +52,6 @@ def cdf(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.where(x >= 0, e, -e))
 
 
-def lap_time(u: np.ndarray, a: float, b: np.ndarray) -> np.ndarray:
-    """A revolution's duration from speed^2 u, as lapgen integrates it (du/dtheta linear)."""
-    c = b / (1.0 - a)
-    total = np.zeros_like(u)
-    for i in range(17):
-        th = i / 16.0
-        v = (u + c) * a**th - c
-        total += (1 if i in (0, 16) else (4 if i % 2 else 2)) / np.sqrt(np.maximum(v, 1e-9))
-    return total / 48.0
-
-
 class Grid:
     """The spins a wheel can give: pass times from the first pass seen, and prior weights."""
 
@@ -90,7 +79,9 @@ class Grid:
             alive &= nxt >= u_c
             if not alive.any():
                 break
-            self.times[alive, j] = self.times[alive, j - 1] + lap_time(u, a, b)[alive]
+            # lapgen's own lap integral, on the spins still running (numpy arrays pass through)
+            lap = lapgen._lap(u[alive], a, b[alive])
+            self.times[alive, j] = self.times[alive, j - 1] + lap
             self.last[alive] = j
             u = np.where(alive, nxt, u)
 
