@@ -53,12 +53,15 @@ class Config:
         """saved: the settings changed by SET; defaults: this table's own defaults (e.g.
         drop_ms from its wheel), in place of the built-in ones."""
         self._defaults = {}
+        # keys set by hand (SET, or saved from one), even to their default's value: they
+        # are kept, and a limit set so is not raised for a slow wheel (rnvp)
+        self._hand = set()
         for k, v in _KEYS.items():
             setattr(self, k, v[0])
             self._defaults[k] = v[0]
         if defaults:
             for k, v in defaults.items():
-                self.set(k, v)
+                self._put(k, v)
                 self._defaults[k] = getattr(self, k)
         if saved:
             for k, v in saved.items():
@@ -68,7 +71,12 @@ class Config:
                     pass  # a key of another firmware version: keep the default
 
     def set(self, key, value):
-        """Set a threshold from its text or int value; ValueError when unknown or out of range."""
+        """Set a threshold by hand from its text or int value; ValueError when unknown or
+        out of range."""
+        self._put(key, value)
+        self._hand.add(key)
+
+    def _put(self, key, value):
         if key not in _KEYS:
             raise ValueError("no setting %r" % (key,))
         v = int(value)
@@ -77,12 +85,17 @@ class Config:
             raise ValueError("%s must be in %d..%d" % (key, lo, hi))
         setattr(self, key, v)
 
+    def by_hand(self, key):
+        """Whether the key was set by hand (SET), whatever its value."""
+        return key in self._hand
+
     def changed(self):
-        """The settings that differ from their defaults (what is worth saving)."""
+        """The settings set by hand or differing from their defaults (what is worth
+        saving)."""
         out = {}
         for k in _KEYS:
             cur = getattr(self, k)
-            if cur != self._defaults[k]:
+            if k in self._hand or cur != self._defaults[k]:
                 out[k] = cur
         return out
 

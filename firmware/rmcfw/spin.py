@@ -80,7 +80,7 @@ class Spin:
         p.lead_s = c.lead_ms / 1000
         p.lead_revs = c.lead_revs
         p.limit_s = c.limit_ms / 1000
-        p.limit_set = "limit_ms" in c.changed()
+        p.limit_set = c.by_hand("limit_ms")
         p.set_prior(c.drop_ms / 1000)
         self.ball.pair_us = c.pair_ms * 1000
         self.rotor.stop_us = c.rotor_stop_ms * 1000

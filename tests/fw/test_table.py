@@ -766,6 +766,21 @@ def test_a_safety_limit_set_by_hand_is_kept():
     assert tb.pred.limit() == 0.8
 
 
+def test_a_safety_limit_set_by_hand_to_its_default_is_kept_over_a_power_cut():
+    # SET limit_ms=1400 is the default's value, but set by hand all the same: the engineer
+    # wants the commercial wheels' 1.4 s, not the slow wheel's higher limit, after power-up too
+    d = scratch_dir()
+    wheel = {"pockets": WHEEL, "geometry": _GEOMETRY}
+    tb = table.Table(wheel, Frames(), store.Store(d))
+    tb.start(0)
+    assert tb.handle(proto.C_SET, {"key": "limit_ms", "value": "1400"}) == (True, "")
+    assert tb.pred.limit() == 1.4
+    assert store.Store(d).load()["cfg"] == {"limit_ms": 1400}
+    tb2 = table.Table(wheel, Frames(), store.Store(d))
+    tb2.start(0)
+    assert tb2.pred.limit() == 1.4
+
+
 def test_a_recall_longer_than_a_line_sends_the_newest_games_that_fit():
     # 20 games with five-digit spin numbers, on a keyed line, a month after boot: not all
     # fit in one frame.
