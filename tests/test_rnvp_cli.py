@@ -115,13 +115,30 @@ def test_a_second_wheel_is_shown(tmp_path, capsys) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["0.6,abc,0.7\n", "0.6,-0.5\n", "0.6,nan\n", "0.6,0.7,1e9\n"],
+    [
+        ("0.6,abc,0.7\n", "lap 2 is not a number"),
+        ("0.6,-0.5\n", "lap 2 is -0.5"),
+        ("0.6,nan\n", "lap 2 is nan"),
+        ("0.6,0.7,1e9\n", "lap 3 is 1e9"),
+        ("0.6,,0.7\n", "lap 2 is empty"),  # a lap missing, not a lap less
+        ("600,700,800\n", "lap 1 is 600 (milliseconds?)"),
+    ],
 )
 def test_bad_lines_are_refused_with_their_number(tmp_path, capsys, text) -> None:
+    text, why = text
     f = tmp_path / "bad.csv"
     f.write_text("0.6,0.7,0.8\n" + text)
     assert main(["rnvp", str(f), "--json"]) == 2
-    assert "line 2" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "line 2" in err and why in err, err
+
+
+def test_trailing_empty_cells_are_no_laps(tmp_path) -> None:
+    from rmc.rnvp import read_laps
+
+    f = tmp_path / "cells.csv"
+    f.write_text("0.6,0.7,0.8,,\n0.6, 0.7 ,0.9,\n")
+    assert read_laps(f) == [[0.6, 0.7, 0.8], [0.6, 0.7, 0.9]]
 
 
 def test_missing_file_and_bad_lead(tmp_path, capsys) -> None:

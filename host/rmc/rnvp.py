@@ -63,17 +63,29 @@ def read_laps(path: str | Path) -> list[list[float]]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        fields = [x.strip() for x in line.split(",") if x.strip()]
+        fields = [x.strip() for x in line.split(",")]
+        while fields and not fields[-1]:
+            fields.pop()  # a spreadsheet's trailing empty cells
         if first and fields and not any(_number(x) for x in fields):
             first = False
             continue
         first = False
-        try:
-            laps = [float(x) for x in fields]
-        except ValueError as e:
-            raise LapsError(f"line {n}: {e}") from None
-        if not laps or any(not math.isfinite(x) or x <= 0 or x > 60 for x in laps):
-            raise LapsError(f"line {n}: lap times must be positive seconds")
+        laps = []
+        for k, x in enumerate(fields, 1):
+            if not x:
+                raise LapsError(
+                    f"line {n}: lap {k} is empty (a lap missing would move every pass after it)"
+                )
+            try:
+                lap = float(x)
+            except ValueError:
+                raise LapsError(f"line {n}: lap {k} is not a number: {x!r}") from None
+            if not (math.isfinite(lap) and 0 < lap <= 60):
+                unit = " (milliseconds?)" if 60 < lap < 60_000 else ""
+                raise LapsError(
+                    f"line {n}: lap {k} is {x}{unit}: lap times are seconds, above 0 and at most 60"
+                )
+            laps.append(lap)
         spins.append(laps)
     return spins
 
