@@ -213,6 +213,22 @@ def test_offline_void_carries_the_bets_to_the_relaunch(tmp_path):
     }
 
 
+def test_an_incident_press_between_spins_is_logged_for_no_spin(tmp_path):
+    from rmc.frames import decode
+    from rmcfw import frames as fwframes
+
+    run = offline_run(tmp_path, 6, ())
+    shown: list[str] = []
+    host = HostTable(run, lambda sp: None, shown.append)
+    host.current = run.spins[-1]
+    steps = list(host.current.incident)
+    enc = fwframes.Encoder("T01", 1)
+    line = enc.frame("INC", ("spin", 6, "step", "ignored", "state", "bets"))
+    host.frame(decode(bytes(line).rstrip(b"\n")))
+    assert host.current.incident == steps  # not the spin's incident
+    assert shown == ["Incident (bets): signalé sans bille dans la galerie : rien à arrêter"]
+
+
 def test_player_lines_pay_in_decree_order_and_name_the_exception():
     from rmc.bets import parse_bets
     from rmc.settle import settle

@@ -18,7 +18,7 @@ T_RNVP = "RNVP"  # spin, drop_ms (predicted drop, firmware ms clock), lead_ms, w
 T_DROP = "DROP"  # spin, revs
 T_RESULT = "RES"  # spin, num, colour, parity, half (manque/passe; "-" for green)
 T_VOID = "VOID"  # spin, reason (V_* below)
-T_INCIDENT = "INC"  # spin, step (start|ball_back|relaunch)
+T_INCIDENT = "INC"  # spin, step (start|ball_back|relaunch|ignored), state (ignored: the state)
 T_FAULT = "FAULT"  # code (F_* below), on (1 raised, 0 cleared), detail
 T_LID = "LID"  # locked (1/0)
 T_TAMPER = "TAMP"  # what
@@ -57,6 +57,7 @@ V_POWER = "power"  # the power was cut during the spin, and its end was not seen
 INC_START = "start"  # the game stopped
 INC_BACK = "ball_back"  # the ball seen back in the previous result's pocket
 INC_RELAUNCH = "relaunch"  # launched again, bets staying closed
+INC_IGNORED = "ignored"  # the input pressed with no ball on the track: nothing to stop
 
 # Fault codes.
 F_POCKET_STUCK_ON = "pocket_stuck_on"

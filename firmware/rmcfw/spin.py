@@ -172,8 +172,17 @@ class Spin:
             self._set(self._bets(), t)
 
     def on_incident(self, t, active):
-        if active and self.state in (proto.S_TRACK, proto.S_RNVP, proto.S_DROPPED):
+        if not active:
+            return
+        s = self.state
+        if s in (proto.S_TRACK, proto.S_RNVP, proto.S_DROPPED):
             self._incident(t, "input")
+        elif s != proto.S_INCIDENT:
+            # no ball on the track (decree 1-4 stops a game under way): nothing stops, but the
+            # press is on record, with the state it found
+            self.emit(
+                proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_IGNORED, "state", s)
+            )
 
     def on_pass(self, t):
         """The ball passed the sensors (Ball recorded it)."""

@@ -182,6 +182,27 @@ def test_incident_input_during_the_run():
     assert fr.of(proto.T_VOID) == [{"spin": 1, "reason": proto.V_OBJECT}]
 
 
+def test_incident_input_with_no_ball_on_the_track_is_on_record_and_stops_nothing():
+    tb, fr = open_table()
+    tb.feed(2_000_000, channels.INCIDENT, 1)  # during the bets: no game to stop
+    tb.feed(2_010_000, channels.INCIDENT, 0)
+    assert tb.spin.state == proto.S_BETS
+    assert fr.of(proto.T_INCIDENT) == [{"spin": 0, "step": "ignored", "state": "bets"}]
+    t = play(tb, 5_000_000, 1, -1, 12)
+    assert fr.of(proto.T_RESULT)[-1]["num"] == WHEEL[12]  # the next spin is played as ever
+    assert fr.of(proto.T_VOID) == []
+    tb.feed(t + 2000, channels.INCIDENT, 1)
+    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 1, "step": "ignored", "state": "bets"}
+    # during an incident's procedure, a second press is the same incident: no frame
+    ev, _t_rest, _t_end = spin_events(t + 5_000_000, -1, 1, 3)
+    run(tb, [e for e in ev if e[0] < t + 7_000_000])
+    tb.feed(t + 7_000_000, channels.INCIDENT, 1)
+    tb.feed(t + 7_010_000, channels.INCIDENT, 0)
+    tb.feed(t + 7_020_000, channels.INCIDENT, 1)
+    assert tb.spin.state == proto.S_INCIDENT
+    assert [f["step"] for f in fr.of(proto.T_INCIDENT)] == ["ignored", "ignored", "start"]
+
+
 def test_last_three_spins_then_the_session_closes_with_the_lid():
     tb, fr = open_table()
     t = play(tb, 5_000_000, 1, -1, 1)

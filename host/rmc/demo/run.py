@@ -150,6 +150,7 @@ INCIDENT_STEPS = {
     "start": "objet dans le cylindre, « rien ne va plus », le coup est annulé",
     "ball_back": "la bille est remise dans la case du numéro précédent",
     "relaunch": "la bille est relancée (les mises restent sur le tapis)",
+    "ignored": "signalé sans bille dans la galerie : rien à arrêter",
 }
 
 
@@ -209,6 +210,9 @@ class HostTable:
             sp.rnvp_lead_ms = int(fl.get("lead_ms", "0") or 0)
         elif t == proto.T_DROP and sp is not None:
             sp.drop_revs = int(fl.get("revs", "0"))
+        elif t == proto.T_INCIDENT and fl.get("step") == proto.INC_IGNORED:
+            # a press between spins: on record, of no spin
+            log.append(f"Incident ({fl.get('state', '?')}): {INCIDENT_STEPS[proto.INC_IGNORED]}")
         elif t == proto.T_INCIDENT and sp is not None:
             step = fl.get("step", "?")
             sp.incident.append(step)
