@@ -63,6 +63,10 @@ _RISK = 0.001  # a pass call may miss a last pass this likely (a late call)
 _GUARD = 0.02  # s: a call bounded by a pass comes at least this much before it
 _OFFSETS = (0.0, -0.4, -0.2, 0.2, 0.4)  # s: calls tried around each pass's lead
 _WIDEN = 0.5  # a spin's bracket of v_c, widened by this many standard errors of its ends
+# ... and for the centre alone by this many: the highest of 16 noisy lower ends overshoots by
+# about 1.8 of their errors (the lowest upper end too, less, its errors being smaller), which
+# set the centre high; the spread keeps _WIDEN, as wider brackets hide a changed wheel
+_WIDEN_C = 2.0
 _NOISE_MIN = 1e-5  # s^2: pass-time variance assumed at least (3 ms), for the friction's prior
 _NOISE_NEW = 1e-4  # s^2: (10 ms)^2, the timing noise assumed before any spin
 _LEARN_LAPS = const(4)  # a spin of that many laps teaches the timing noise...
@@ -158,6 +162,8 @@ class Predictor:
         self._pl = array("f", bytes(4 * _MAX_AHEAD))  # the probability that it is the last
         self._lo = array("f", bytes(4 * _SPINS))  # recent spins: log v_c was above these...
         self._hi = array("f", bytes(4 * _SPINS))  # ... and at or below these
+        self._se_lo = array("f", bytes(4 * _SPINS))  # ... their standard errors
+        self._se_hi = array("f", bytes(4 * _SPINS))
         self._last_lap_s = last_lap_s
         # DESIGN.md: the median wheel's last lap 1.1 s, the drop some 7 % slower
         self._c0 = -2.0 * log(1.07 * last_lap_s)
@@ -893,13 +899,15 @@ class Predictor:
         # noisy lower ends (the lowest of the upper ones) overshoots v_c by about the noise,
         # which set the centre high, the calls a lap early (lapgen at 20 ms: +0.05 in log v_c)
         s2 = self._rss / (n - 2)
-        d_lo = _WIDEN * _sd(s2 * (a * a * self._cww - 2.0 * a * self._cwb + self._cbb)) / nxt
-        d_hi = _WIDEN * _sd(s2 * self._cww) / last
+        se_lo = _sd(s2 * (a * a * self._cww - 2.0 * a * self._cwb + self._cbb)) / nxt
+        se_hi = _sd(s2 * self._cww) / last
         if b > 0 and n >= _LEARN_LAPS and (n >= _B_LAPS or self.nr == 0):
             self._learn_r(last, b, n)
         i = self.learned % _SPINS
-        self._lo[i] = log(nxt) - d_lo
-        self._hi[i] = log(last) + d_hi
+        self._lo[i] = log(nxt) - _WIDEN * se_lo
+        self._hi[i] = log(last) + _WIDEN * se_hi
+        self._se_lo[i] = se_lo
+        self._se_hi[i] = se_hi
         self.learned += 1
         self._estimate(min(self.learned, _SPINS))
         return True
@@ -1057,8 +1065,9 @@ class Predictor:
 
         On a steady wheel the highest lo and the lowest hi close in on v_c from both sides;
         where v_c varies from spin to spin they cross, by about that variation. Their middle
-        is the centre either way, half their distance the spread. The prior counts as
-        _PRIOR spins at the centre."""
+        is the centre either way (taken with each end widened by _WIDEN_C of its error, so
+        that one noisy end does not set it), half their distance the spread. The prior
+        counts as _PRIOR spins at the centre."""
         if n == 0:
             self.c = self.prior  # log v_c: the centre estimate
             self.spread = 0.0  # log half-width of what the brackets leave open
@@ -1071,7 +1080,18 @@ class Predictor:
                 top = self._lo[i]
             if self._hi[i] < bottom:
                 bottom = self._hi[i]
-        c = (top + bottom) / 2
+        # the centre from the brackets widened further (_WIDEN_C)
+        k = _WIDEN_C - _WIDEN
+        top_c = self._lo[0] - k * self._se_lo[0]
+        bottom_c = self._hi[0] + k * self._se_hi[0]
+        for i in range(1, n):
+            x = self._lo[i] - k * self._se_lo[i]
+            if x > top_c:
+                top_c = x
+            x = self._hi[i] + k * self._se_hi[i]
+            if x < bottom_c:
+                bottom_c = x
+        c = (top_c + bottom_c) / 2
         # what the brackets leave open (steady wheel), or how far they cross (varying one)
         open_ = (bottom - top) / 2 if bottom > top else 0.0
         cross = (top - bottom) / 2 if top > bottom else 0.0
@@ -1161,6 +1181,7 @@ def export(p):
         "n": p.learned,
         "lo": [p._lo[i] for i in range(n)],
         "hi": [p._hi[i] for i in range(n)],
+        "se": [[p._se_lo[i] for i in range(n)], [p._se_hi[i] for i in range(n)]],
         "drag": [p._pa, p.drag_spins],  # precision of a, spins it came from
         "b": [p.lb, p.lbv, p.nb, p.lbw],  # friction: log mean, variance, spins, precision
         "noise": [p.noise, p.nn],  # pass-time variance (s^2), spins
@@ -1188,6 +1209,12 @@ def restore(p, data):
         lr, lrv, nr = data.get("r", (log(_B_OVER_VC), 0.0, 0))
         changes = float(data.get("changes", 0.0))
         laps_ll = float(data.get("laps_ll", _LAPS_LL))
+        # the brackets' standard errors (older formats: none, the centre as the brackets say)
+        se_lo, se_hi = data.get("se", ((0.0,) * len(lo), (0.0,) * len(lo)))
+        if len(se_lo) != len(lo) or len(se_hi) != len(lo):
+            return False
+        se_lo = [float(x) for x in se_lo]
+        se_hi = [float(x) for x in se_hi]
         lr = float(lr)
         lrv = float(lrv)
         nr = int(nr)
@@ -1208,9 +1235,14 @@ def restore(p, data):
         return False
     if not -1e6 < laps_ll < 1e6:
         return False
+    for x in se_lo + se_hi:
+        if not 0 <= x < 10:
+            return False
     for i in range(len(lo)):
         p._lo[i] = lo[i]
         p._hi[i] = hi[i]
+        p._se_lo[i] = se_lo[i]
+        p._se_hi[i] = se_hi[i]
     p.a = a
     p.learned = n
     p._pa = pa

@@ -72,8 +72,9 @@ def test_noisy_laps_are_never_late():
     assert within >= 0.82 * n, (within, n)  # measured: 53 of 64 (51 before _learn_b)
     n, within, late = total(((1.1, 11), (1.4, 12)), 0.02)
     assert late == 0, (late, n)
-    # measured: 41 of 64; 36 before the brackets of v_c were widened by their errors (_WIDEN)
-    assert within >= 0.6 * n, (within, n)
+    # measured: 43 of 64; 36 before the brackets of v_c were widened by their errors
+    # (_WIDEN), 41 before the centre took them widened further (_WIDEN_C)
+    assert within >= 0.65 * n, (within, n)
 
 
 def test_a_known_wheel_needs_no_learning_spins():
@@ -142,9 +143,24 @@ def test_design_growth_wheels_are_never_late():
                 late += was_late
                 within += was_within
     assert late == 0, (late, n)
-    # measured: 247 of 285 (249 before the readings of a changed wheel, _pass_call; 248
-    # before _learn_b weighed each spin's friction by how sharply it told it)
-    assert within >= 0.85 * n, (within, n)
+    # measured: 249 of 285 (247 before the centre of v_c took the brackets widened by two
+    # standard errors, _WIDEN_C)
+    assert within >= 0.87 * n, (within, n)
+
+
+def test_one_noisy_bracket_does_not_pull_the_learned_centre():
+    # 15 spins bracket log v_c in (-0.9, -0.6], sharply; one noisy spin (its lower end 0.15
+    # uncertain) says above -0.7. Its end, widened by two of its errors, lies below the others:
+    # the centre stays in the middle of theirs. Widened by half an error only (_WIDEN), that
+    # one end set the centre 0.06 high: the calls a lap early.
+    lo = [-0.9] * 15 + [-0.7]
+    hi = [-0.6] * 16
+    se = [[0.01] * 15 + [0.15], [0.01] * 16]
+    p = rnvp.Predictor()
+    assert rnvp.restore(p, {"a": 1.0, "n": 16, "lo": lo, "hi": hi, "se": se})
+    assert abs(p.c + 0.75) < 0.005, p.c
+    # the spread still comes from the brackets as stored: the noisy end counts there
+    assert abs(p.spread - (-0.6 - (-0.7)) / 2) < 0.005, p.spread
 
 
 def _model_passes(v, a, b, laps):
@@ -328,6 +344,16 @@ def test_learned_wheel_survives_export_and_restore():
     assert not rnvp.restore(rnvp.Predictor(), bad)
     p.changes = 1.5
     assert rnvp.restore(q, rnvp.export(p)) and q.changes == 1.5
+    # the brackets' errors: saved and checked; a state saved without them takes none
+    assert len(data["se"][0]) == len(data["lo"]) and all(x > 0 for x in data["se"][1])
+    bad = dict(data)
+    bad["se"] = [data["se"][0], data["se"][1][:-1]]
+    assert not rnvp.restore(rnvp.Predictor(), bad)
+    bad["se"] = [data["se"][0], [-0.1] * len(data["lo"])]
+    assert not rnvp.restore(rnvp.Predictor(), bad)
+    older = dict(data)
+    del older["se"]
+    assert rnvp.restore(r, older) and r.learned == data["n"] and r._se_lo[0] == 0.0
 
 
 def test_no_prediction_for_a_ball_not_slowing():
