@@ -55,6 +55,7 @@ class LinkStats:
     commands: int = 0
     resends_asked: int = 0
     refused: int = 0  # commands the firmware refused (ACK ok=0)
+    refusals: dict[str, int] = field(default_factory=dict)  # ... by the ACK's detail (A_*)
     lost: list[list[int]] = field(default_factory=list)  # ranges the journal no longer holds
 
 
@@ -205,6 +206,8 @@ class Link:
                         self._release()
             return
         self.stats.refused += 1
+        why = f.fields.get(proto.K_DETAIL) or "?"
+        self.stats.refusals[why] = self.stats.refusals.get(why, 0) + 1
         nxt = f.fields.get(proto.K_NEXT)
         if nxt is not None and nxt.isdigit() and self._commander is not None:
             # Our command counter is behind the firmware's (we restarted): catch up.

@@ -3,7 +3,9 @@
 URL is a serial device (/dev/ttyACM0) or any pyserial URL, `socket://127.0.0.1:PORT`
 included. Every line is written to the trace as received; every gap is asked again from the
 firmware's journal until it is filled; results are shown in order as they are confirmed.
-Exit status: 0 complete, 1 frames still missing at the end, 2 the port cannot be opened.
+Exit status: 0 complete, 1 frames still missing at the end, lines that failed their
+authentication (the key is not the table's) or no frame heard at all, 2 the port cannot be
+opened.
 """
 
 from __future__ import annotations
@@ -72,10 +74,40 @@ def run(args: argparse.Namespace) -> int:
         f"{out}: {r.valid} frames, {len(link.results)} results, {link.stats.resends_asked} "
         f"resend requests, {r.crc_errors} damaged lines"
     )
+    if r.unverified:
+        con.print(
+            f"[yellow]{r.unverified} tagged frames taken unverified: "
+            "give --key-file to check them[/yellow]"
+        )
+    problems = _problems(r, link.stats, key is not None)
+    for text in problems:
+        err.print(f"[red]rmc record: {text}[/red]")
     missing = link.missing_ranges()
     if missing or link.stats.lost:
         err.print(
             f"[red]still missing: {missing[:10]}; lost from the journal: {link.stats.lost}[/red]"
         )
         return 1
-    return 0
+    return 1 if problems else 0
+
+
+# What the table's refusals mean for the engineer at the port (its ACK's detail).
+_REFUSED = {
+    "auth": "it takes only commands tagged with its key: give the table's --key-file",
+    "table": "they were addressed to another table: check --table",
+    "stale": "their sequence numbers were behind the table's (another host on the line?)",
+}
+
+
+def _problems(r, stats, keyed: bool) -> list[str]:
+    """Why a recording cannot be trusted whole, in words, beyond missing frames."""
+    out = []
+    if r.frames == 0:
+        out.append("no frame heard from the table (wiring, baud rate, or nothing sending)")
+    if r.auth_failures:
+        why = "the key is not the table's" if keyed else "the table sends tagged frames only"
+        out.append(f"{r.auth_failures} lines failed their authentication ({why})")
+    for detail, n in sorted(stats.refusals.items()):
+        if detail in _REFUSED:
+            out.append(f"the table refused {n} commands ({detail}): {_REFUSED[detail]}")
+    return out
