@@ -198,3 +198,15 @@ def test_a_lead_in_revolutions(tmp_path, capsys) -> None:
     assert f"{aimed} called 2 revolutions before the last pass" in out
     assert main(["rnvp", str(f), "--lead-revs", "-1"]) == 2
     assert "--lead-revs" in capsys.readouterr().err
+
+
+def test_a_line_of_fewer_than_4_laps_is_shown_void(tmp_path, capsys) -> None:
+    spins = _wheel_spins(6)
+    f = _write(tmp_path / "short.csv", [*spins[:5], spins[5][-3:]])
+    data = _run_json(capsys, str(f))
+    # the interface counts a call that never came as late; the table output says why
+    assert data["spins"][5]["late"] is True and data["spins"][5]["rnvp_s"] is None
+    assert main(["rnvp", str(f)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "LATE (void)" in out, out
+    assert "taken for void spins (decree: fewer than 4 revolutions) and not called: spin 6" in out

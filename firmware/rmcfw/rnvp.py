@@ -55,7 +55,7 @@ _SPINS = const(16)  # spins remembered to learn the drop speed
 _PRIOR = const(4)  # weight of the wheel's prior, in spins
 _FEW_LAPS = const(4)  # fewer laps tell little of the slowing: used only near the drop
 _A_MIN = 0.8  # bounds of the per-lap drag factor: keeps a noisy fit physical
-_MIN_LAPS = const(4)  # a spin of fewer laps is void: its last pass is at least the 4th
+MIN_LAPS = const(4)  # a spin of fewer laps is void: its last pass is at least the 4th
 _A_NEW = 1.0  # drag factor per lap before any spin: none known (DESIGN.md wheels: 0.95-1)
 _SD_A = 0.03  # ... and its standard deviation
 _FORGET = 0.9  # per spin, the weight left to what earlier spins said of the drag
@@ -707,7 +707,7 @@ class Predictor:
             # the fit's error, and the pass's own (with lap noise: that of each lap to it)
             own = n if lap_noise else 1
             st[n] = _sd(noise * (_quad(tw, tb, ta, *f[4:10]) + own)) if n else 0.0
-            void = self.passes + n <= _MIN_LAPS
+            void = self.passes + n <= MIN_LAPS
             p_last = 0.0
             nxt_alive = 0.0
             lap = None

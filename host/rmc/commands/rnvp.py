@@ -40,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rmc.rnvp import LapsError, read_laps, replay, revs_aimed, summary
+    from rmcfw.rnvp import MIN_LAPS  # the decree's fewest revolutions of a valid spin
 
     if not 0 <= args.lead <= 10:
         print("rmc rnvp: --lead must be between 0 and 10 seconds", file=sys.stderr)
@@ -68,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
         t.add_column(col, justify="right")
     for c, laps in zip(calls, spins, strict=True):
         note = "[red]LATE[/red]" if c.late else (c.why or "")
+        if len(laps) < MIN_LAPS:
+            note += " (void)"
         if c.new_wheel:
             note += " [yellow]new wheel[/yellow]"
         t.add_row(
@@ -91,6 +94,13 @@ def run(args: argparse.Namespace) -> int:
         f"{total['spins']} spins, {total['called']} called, {total['late']} late, "
         f"median lead {_f(total['median_lead_s'])} s, {hit}"
     )
+    void = [str(c.spin) for c, laps in zip(calls, spins, strict=True) if len(laps) < MIN_LAPS]
+    if void:
+        con.print(
+            f"lines of fewer than {MIN_LAPS} laps, taken for void spins (decree: fewer than "
+            f"{MIN_LAPS} revolutions) and not called: spin {', '.join(void)}",
+            highlight=False,
+        )
     changed = [str(c.spin) for c in calls if c.new_wheel]
     if changed:
         con.print(
