@@ -188,6 +188,11 @@ class Link:
     def _ack(self, f: Frame) -> None:
         cseq = f.fields.get(proto.K_CSEQ, "")
         asked = self._resends.pop(int(cseq), None) if cseq.isdigit() else None
+        if asked is not None:
+            # the table answers in order: a RESEND sent before this one whose ACK has not come
+            # lost it on the way (what it asked is asked again after retry_s)
+            for old in [k for k in self._resends if k < int(cseq)]:
+                del self._resends[old]
         if cseq.isdigit() and int(cseq) == self._inflight:
             self._inflight = None  # answered (ok, busy, refused): the next RESEND may go
         if f.fields.get(proto.K_OK) == "1":
