@@ -137,7 +137,7 @@ def test_trailing_empty_cells_are_no_laps(tmp_path) -> None:
     from rmc.rnvp import read_laps
 
     f = tmp_path / "cells.csv"
-    f.write_text("0.6,0.7,0.8,,\n0.6, 0.7 ,0.9,\n")
+    f.write_text("0.6,0.7,0.8,,\n,,,\n0.6, 0.7 ,0.9,\n")  # an empty row: no spin
     assert read_laps(f) == [[0.6, 0.7, 0.8], [0.6, 0.7, 0.9]]
 
 

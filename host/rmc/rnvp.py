@@ -66,6 +66,8 @@ def read_laps(path: str | Path) -> list[list[float]]:
         fields = [x.strip() for x in line.split(",")]
         while fields and not fields[-1]:
             fields.pop()  # a spreadsheet's trailing empty cells
+        if not fields:
+            continue  # ... or a row of empty cells: a blank line
         if first and fields and not any(_number(x) for x in fields):
             first = False
             continue

@@ -15,6 +15,8 @@ import time
 
 from rich.console import Console
 
+from rmcfw import proto
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -93,9 +95,9 @@ def run(args: argparse.Namespace) -> int:
 
 # What the table's refusals mean for the engineer at the port (its ACK's detail).
 _REFUSED = {
-    "auth": "it takes only commands tagged with its key: give the table's --key-file",
-    "table": "they were addressed to another table: check --table",
-    "stale": "their sequence numbers were behind the table's (another host on the line?)",
+    proto.A_AUTH: "it takes only commands tagged with its key: give the table's --key-file",
+    proto.A_TABLE: "they were addressed to another table: check --table",
+    proto.A_STALE: "their sequence numbers were behind the table's (another host on the line?)",
 }
 
 
