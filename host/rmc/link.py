@@ -101,9 +101,10 @@ class Link:
         self._missing: dict[int, set[int]] = {}
         self._asked: dict[tuple[int, int], float] = {}  # (boot, seq) -> when last asked
         self._last_resend = -1e18
-        self._resends: dict[int, tuple[int, list[int]]] = {}  # command seq -> boot, seqs asked
-        self._inflight: int | None = None  # the RESEND awaiting its ACK (command seq)
-        self._inflight_t = -1e18  # when it was sent, or a frame of its answer last came
+        # RESENDs awaiting their ACK: command seq -> boot, seqs asked (one in flight, older
+        # ones only when their ACK was lost; a later ACK clears them)
+        self._resends: dict[int, tuple[int, list[int]]] = {}
+        self._inflight_t = -1e18  # when the last was sent, or a frame of its answer last came
         self._pending: dict[tuple[int, int], Frame] = {}  # results not released yet
         self._released = 0
         self._last_rx = clock()
@@ -143,7 +144,7 @@ class Link:
         if f is None:
             return
         self._last_rx = now
-        if f.resent and self._inflight is not None:
+        if f.resent and self._resends:
             self._inflight_t = now  # the RESEND is being served: not lost
         self._track(f)
         if f.type == proto.T_ACK:
@@ -186,15 +187,15 @@ class Link:
                     self._high[pb] = ps
 
     def _ack(self, f: Frame) -> None:
-        cseq = f.fields.get(proto.K_CSEQ, "")
-        asked = self._resends.pop(int(cseq), None) if cseq.isdigit() else None
+        text = f.fields.get(proto.K_CSEQ, "")
+        cseq = int(text) if text.isdigit() else None
+        # answered (ok, busy, refused): the next RESEND may go
+        asked = self._resends.pop(cseq, None) if cseq is not None else None
         if asked is not None:
             # the table answers in order: a RESEND sent before this one whose ACK has not come
             # lost it on the way (what it asked is asked again after retry_s)
-            for old in [k for k in self._resends if k < int(cseq)]:
+            for old in [k for k in self._resends if k < cseq]:
                 del self._resends[old]
-        if cseq.isdigit() and int(cseq) == self._inflight:
-            self._inflight = None  # answered (ok, busy, refused): the next RESEND may go
         if f.fields.get(proto.K_OK) == "1":
             n = f.fields.get(proto.K_COUNT, "")
             if asked is not None and n.isdigit():
@@ -282,7 +283,7 @@ class Link:
         now = self.clock()
         # Silence for answer_s: the command, the rest of its answer or its ACK was lost; the
         # next RESEND asks for the frames still missing and not asked in the last retry_s.
-        waiting = self._inflight is not None and now - self._inflight_t < self.answer_s
+        waiting = bool(self._resends) and now - self._inflight_t < self.answer_s
         if not waiting and now - self._last_resend >= self.min_interval_s:
             first = self.first_missing()
             if first is not None:
@@ -308,7 +309,6 @@ class Link:
                         asked[(boot, s)] = now
                     cseq = self._commander.seq  # type: ignore[union-attr]
                     self._resends[cseq] = (boot, wanted)
-                    self._inflight = cseq
                     self._inflight_t = now
         if now - self._last_rx >= self.idle_s and now - self._last_probe >= self.idle_s:
             self._last_probe = now
