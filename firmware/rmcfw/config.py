@@ -1,5 +1,8 @@
 # Thresholds of the table, with their defaults and allowed ranges. The host changes them with
 # SET key=... value=...; they are kept in the power-safe state.
+#
+# Every time is measured on the wrapped tick clock (rmcfw.ticks), which tells intervals only
+# up to its half period (~537 s): no threshold may reach it, or its timer would never fire.
 from math import pi, sqrt, tan
 
 _KEYS = {
@@ -26,8 +29,9 @@ _KEYS = {
     "rotor_stop_ms": (2000, 200, 20000),  # no rotor edge that long: the rotor stands still
     "status_ms": (0, 0, 60000),  # a STAT frame every status_ms (0: on changes only)
     # incident: the ball not seen back in the previous result's pocket, no pocket held and
-    # no pass that long (that pocket's sensor dead?): the relaunch is allowed, with a fault
-    "incident_ms": (30000, 5000, 600000),
+    # no pass that long (that pocket's sensor dead?): the relaunch is allowed, with a fault.
+    # At most 500 s: the tick clock's half period (above)
+    "incident_ms": (30000, 5000, 500000),
 }
 
 
@@ -102,3 +106,9 @@ class Config:
 
 def keys():
     return tuple(_KEYS)
+
+
+def bounds(key):
+    """(min, max) allowed for a key; KeyError when there is no such key."""
+    _, lo, hi = _KEYS[key]
+    return lo, hi

@@ -2,7 +2,7 @@
 from fwtest import scratch_dir
 from wheelsim import LAPS, Frames, run, spin_events
 
-from rmcfw import channels, numbers, proto, store, table
+from rmcfw import channels, config, numbers, proto, store, table
 
 WHEEL = numbers.NUMBERS  # any order of the 39 labels will do: pocket channel i is WHEEL[i]
 
@@ -709,6 +709,20 @@ def test_an_incident_whose_ball_back_pocket_is_dead_does_not_lock_the_table():
         t = play(tb, t + 5_000_000, -1 if i % 2 == 0 else 1, 1 if i % 2 == 0 else -1, 5 + i)
     tb.feed(t, channels.LID, 1)
     assert tb.spin.state == proto.S_CLOSED
+
+
+def test_the_longest_incident_ms_allowed_still_ends_the_incident():
+    # The dead-sensor way out of an incident is timed on the wrapped tick clock: at the
+    # longest setting it must still come (at 600 s, above the clock's half period, it never
+    # did and the table stayed locked in the incident).
+    tb, fr = open_table()
+    _lo, hi = config.bounds("incident_ms")
+    assert tb.handle(proto.C_SET, {"key": "incident_ms", "value": str(hi)}) == (True, "")
+    t_inc, _ev, _t_end = _incident_in_spin_2(tb)
+    run(tb, [], until=t_inc + (hi - 2000) * 1000, step_us=50_000)
+    assert fr.of(proto.T_INCIDENT) == [{"spin": 2, "step": "start"}]  # not yet
+    run(tb, [], until=t_inc + (hi + 2000) * 1000, step_us=50_000)
+    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "ball_back"}
 
 
 def test_a_chip_taken_for_the_drop_teaches_the_predictor_nothing():
