@@ -130,6 +130,37 @@ def test_session_rules():
     assert s.rules() == ["last_three_late", "after_last_spin", "lid_not_locked"]
 
 
+def test_a_session_with_no_coup_closes_without_the_last_three():
+    """Nothing to announce when no coup was played (the table lets such a session close):
+    none launched, or every launch voided. One coup, seen or counted by the table's SCLOSE
+    (a recording that missed it), needs the announcement."""
+    s = Script()
+    s.table.open()
+    s.table.close()
+    s.table.open()
+    s.table.play(void="same_dir")
+    s.table.close()
+    assert s.rules() == []
+
+    s = Script()
+    s.table.open()
+    s.table.play(void="same_dir")
+    s.table.play()
+    s.table.close()
+    assert s.rules() == ["last_three_not_announced"]
+
+    s = Script()
+    s.table.open()
+    s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1, "spins", 2))
+    s.emit(proto.T_LID, ("locked", 1))
+    assert s.rules() == ["last_three_not_announced"]
+
+    s = Script()  # the session opened before the recording began, its count not given
+    s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1))
+    s.emit(proto.T_LID, ("locked", 1))
+    assert s.rules() == ["last_three_not_announced"]
+
+
 def test_last_three_repeated_as_a_countdown_is_fine():
     s = Script()
     s.table.open()

@@ -471,6 +471,9 @@ class _Rules:
         # i.e. results: a voided launch is no coup, so spin numbers cannot be compared with it.
         self.last3: int | None = None  # announced last coup (the session's result count)
         self.left: int | None = None  # coups left after the latest LAST3 and results since
+        # coups of the open session (None: it opened before the recording began). One that
+        # closes with none played has nothing to announce, and the table lets it close.
+        self.coups: int | None = None
         self.lid_pending: Frame | None = None
         self.spins: set[int] = set()
         self.fl: dict[str, str] = {}  # the fields of the frame being handled
@@ -590,6 +593,8 @@ class _Rules:
                 self.bad(f, "wrong_chances", f"spin {n}: {num} is {'/'.join(want)}, sent {got}")
         if self.left is not None:
             self.left -= 1
+        if self.coups is not None:
+            self.coups += 1
         if s is None:
             return  # its launch was before the recording began: nothing more to check
         self.outcome(f, s)
@@ -626,11 +631,17 @@ class _Rules:
     def open(self, f: Frame) -> None:
         self.session = True
         self.last3 = self.left = None
+        self.coups = 0
         self.lid_pending = None
 
     def close(self, f: Frame) -> None:
-        if self.session is not False and self.last3 is None:
-            self.bad(f, "last_three_not_announced", "session closed")
+        # the coups the table counted (SCLOSE's spins), or those seen: a gap may hide some
+        played = self.coups if self.coups is not None else 1
+        if "spins" in self.fl:
+            played = max(self.coups or 0, f.int("spins", self.fl))
+        if self.session is not False and self.last3 is None and played > 0:
+            self.bad(f, "last_three_not_announced", f"session closed after {played} coup(s)")
+        self.coups = None
         self.session = False
         self.last3 = self.left = None
         self.lid_pending = f

@@ -36,6 +36,7 @@ class ScriptedTable:
         self.status_every = status_every
         self.results: list[tuple[int, str]] = []
         self.voids: list[tuple[int, str]] = []
+        self.coups = 0  # results in the open session (SCLOSE's spins, as the firmware counts)
 
     def boot(self, fw: str = "0.1.0", wheel: str | None = None, prev: str = "-") -> None:
         if wheel is None:
@@ -47,6 +48,7 @@ class ScriptedTable:
     def open(self, chef: str = "chef-1", session: int = 1) -> None:
         self.emit(proto.T_LID, ("locked", 0))
         self.emit(proto.T_SESSION_OPEN, ("chef", chef, "session", session))
+        self.coups = 0
 
     def play(self, void: str | None = None) -> None:
         self.spin += 1
@@ -81,12 +83,13 @@ class ScriptedTable:
         num = self.rng.choice(numbers.NUMBERS)
         self.emit(proto.T_RESULT, result_fields(n, num))
         self.results.append((n, num))
+        self.coups += 1
 
     def announce_last_three(self) -> None:
         self.emit(proto.T_LAST_THREE, ("last", self.spin + 3, "left", 3))
 
     def close(self, chef: str = "chef-1", session: int = 1) -> None:
-        self.emit(proto.T_SESSION_CLOSE, ("chef", chef, "session", session, "spins", self.spin))
+        self.emit(proto.T_SESSION_CLOSE, ("chef", chef, "session", session, "spins", self.coups))
         self.emit(proto.T_LID, ("locked", 1))
 
     def session(self, spins: int, chef: str = "chef-1") -> None:

@@ -1,0 +1,176 @@
+"""Property tests of the firmware core (hypothesis): the whole table under random sensor input.
+
+Sessions of spins, some of them void by the decree (ball the rotor's way, rotor not
+reversed, too few laps), run on a clock that crosses the tick counter's wrap, with random
+sensor events mixed in (a pocket flickering or stuck, a stray ball pulse, the rotor
+jittering, the lid, the incident input) and the croupier's commands (SET with values in
+and out of range included). Whatever comes, the table must not crash, every frame it sends
+must pass the host's checker with no rule violation, and every result must be a pocket that
+holds the ball (its sensor on) when the result is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmc import ROOT
+from rmc.checker import Checker
+from rmcfw import channels, config, numbers, proto, store, table, ticks
+from rmcfw.frames import Encoder
+
+sys.path.insert(0, str(ROOT / "tests" / "fw"))
+from wheelsim import spin_events
+
+WHEEL = numbers.NUMBERS  # pocket channel i is WHEEL[i]
+SETTINGS = settings(
+    max_examples=int(os.environ.get("RMC_FUZZ_EXAMPLES", "100")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+STEP_US = 1000  # the board's main loop polls at 1 kHz
+
+
+class Bench:
+    """A table on a fresh flash, its frames encoded as on the wire, the sensor levels kept."""
+
+    def __init__(self, folder: str, t0: int) -> None:
+        self.enc = Encoder("T01", 1)
+        self.lines: list[bytes] = []
+        self.levels = [0] * channels.COUNT
+        self.misplaced: list[tuple[str, int]] = []  # results whose pocket was not held
+        self.tb = table.Table(WHEEL, self.emit, store.Store(folder))
+        self.now = t0
+        self.tb.start(ticks.wrap(t0))
+
+    def emit(self, ftype: str, fields: tuple) -> None:
+        line = self.enc.frame(ftype, fields, ms=(self.now // 1000) & 0xFFFFFFFF)
+        self.lines.append(bytes(line))
+        if ftype == proto.T_RESULT:
+            num = dict(zip(fields[::2], fields[1::2], strict=True))["num"]
+            ch = WHEEL.index(num)
+            if not self.levels[ch]:
+                self.misplaced.append((num, self.now))
+
+    def feed(self, t: int, ch: int, value: int) -> None:
+        self.run_to(t)
+        if ch != channels.BALL_A and ch != channels.BALL_B:
+            self.levels[ch] = value  # ball sensors pulse: no level to keep
+        self.tb.feed(t, ch, value)
+
+    def run_to(self, t: int) -> None:
+        while self.now + STEP_US < t:
+            self.now += STEP_US
+            self.tb.poll(self.now)
+        self.now = max(self.now, t)
+
+    def command(self, cmd: str, fields: dict) -> None:
+        try:  # as rmcfw.commands.Wire calls the handler
+            self.tb.handle(cmd, fields)
+        except (KeyError, ValueError):
+            pass
+
+
+LAP_SETS = (
+    (0.55, 0.57, 0.6, 0.63, 0.67, 0.71, 0.76, 0.82, 0.89, 0.97, 1.07, 1.2),
+    (0.6, 0.66, 0.74, 0.85, 1.0, 1.18),
+    (0.62, 0.75, 0.95),  # three laps: void (decree, fewer than 4)
+    (0.5, 0.52, 0.55, 0.58, 0.61, 0.65, 0.69, 0.74, 0.79, 0.85, 0.92, 1.0, 1.09, 1.2, 1.33),
+)
+
+noise_event = st.tuples(
+    st.integers(0, 30_000_000),  # us into the action
+    st.integers(0, channels.COUNT - 1),
+    st.integers(0, 1),
+)
+spin = st.tuples(
+    st.just("spin"),
+    st.sampled_from((1, -1)),  # rotor
+    st.sampled_from((1, -1)),  # ball (the rotor's way: void)
+    st.integers(0, channels.POCKETS - 1),
+    st.sampled_from(LAP_SETS),
+    st.lists(noise_event, max_size=6),
+)
+idle = st.tuples(st.just("idle"), st.integers(1, 40_000_000), st.lists(noise_event, max_size=4))
+command = st.one_of(
+    st.tuples(st.just("cmd"), st.just(proto.C_OPEN), st.sampled_from(("C1", "", "C2"))),
+    st.tuples(st.just("cmd"), st.just(proto.C_CLOSE), st.sampled_from(("C1", "C2"))),
+    st.tuples(st.just("cmd"), st.just(proto.C_LAST_THREE), st.just("")),
+    st.tuples(st.just("cmd"), st.just(proto.C_STATUS), st.just("")),
+    st.tuples(
+        st.just("set"),
+        st.sampled_from(config.keys()),
+        st.integers(-10, 700_000),
+    ),
+)
+lid = st.tuples(st.just("lid"), st.integers(0, 1))
+actions = st.lists(st.one_of(spin, spin, idle, command, lid), min_size=1, max_size=10)
+
+
+def play(bench: Bench, acts: list) -> None:
+    t = bench.now + 1_000_000
+    for act in acts:
+        kind = act[0]
+        if kind == "spin":
+            _, rdir, bdir, pocket, laps, noise = act
+            ev, _t_rest, t_end = spin_events(t + 4_000_000, rdir, bdir, pocket, laps=laps)
+            ev = ev + [(t + dt, ch, v) for dt, ch, v in noise]
+            ev.sort(key=lambda e: e[0])
+            for e in ev:
+                bench.feed(*e)
+            bench.run_to(t_end)
+            bench.feed(t_end + 1_000_000, pocket, 0)  # the croupier picks the ball up
+            t = t_end + 2_000_000
+        elif kind == "idle":
+            _, dt, noise = act
+            for e in sorted((t + d % dt, ch, v) for d, ch, v in noise):
+                bench.feed(*e)
+            t += dt
+            bench.run_to(t)
+        elif kind == "cmd":
+            _, cmd, chef = act
+            bench.command(cmd, {"chef": chef} if chef else {})
+        elif kind == "set":
+            _, key, value = act
+            bench.command(proto.C_SET, {"key": key, "value": str(value)})
+        elif kind == "lid":
+            bench.feed(t, channels.LID, act[1])
+            t += 500_000
+
+
+@SETTINGS
+@given(
+    before_wrap=st.integers(0, 120_000_000),
+    acts=actions,
+)
+def test_the_table_under_random_input_sends_only_rule_clean_frames(before_wrap, acts):
+    # the clock starts shortly before the tick counter wraps: the spins run across it
+    t0 = ticks.MASK + 1 - before_wrap
+    with tempfile.TemporaryDirectory() as folder:
+        bench = Bench(folder, t0)
+        bench.command(proto.C_OPEN, {"chef": "C1"})
+        bench.feed(t0 + 500_000, channels.LID, 0)
+        play(bench, acts)
+        # the session's end, as a croupier would close it
+        bench.command(proto.C_LAST_THREE, {})
+        play(bench, [("spin", 1, -1, 7, LAP_SETS[0], []), ("spin", -1, 1, 8, LAP_SETS[0], [])])
+        play(bench, [("spin", 1, -1, 9, LAP_SETS[0], [])])
+        bench.feed(bench.now + 1_000_000, channels.LID, 1)
+        bench.command(proto.C_CLOSE, {"chef": "C1"})
+        closed = bench.tb.spin.state == proto.S_CLOSED
+        before = len(bench.lines)
+        bench.feed(bench.now + 1_000_000, channels.LID, 0)  # unlocked while closed: tamper
+        tamper = [x for x in bench.lines[before:] if b"," + proto.T_TAMPER.encode() + b"," in x]
+    checker = Checker(None, table="T01")
+    for line in bench.lines:
+        checker.feed(line)
+    report = checker.report()
+    assert report.clean, (report.violations, report.gaps, report.crc_errors, report.malformed)
+    assert report.valid == len(bench.lines)
+    assert not bench.misplaced, bench.misplaced
+    assert len(tamper) == (1 if closed else 0), (closed, tamper)
+    assert len(report.tamper) >= len(tamper)
