@@ -3,10 +3,11 @@
 Sessions of spins, some of them void by the decree (ball the rotor's way, rotor not
 reversed, too few laps), run on a clock that crosses the tick counter's wrap, with random
 sensor events mixed in (a pocket flickering or stuck, a stray ball pulse, the rotor
-jittering, the lid, the incident input) and the croupier's commands (SET with values in
-and out of range included). Whatever comes, the table must not crash, every frame it sends
-must pass the host's checker with no rule violation, and every result must be a pocket that
-holds the ball (its sensor on) when the result is sent.
+jittering, the lid, the incident input), the croupier's commands as lines on the wire (SET
+with values in and out of range included), and power cuts in the middle of spins (the board
+started again on the same flash, as `board_pico` starts it). Whatever comes, the table must
+not crash, every frame it sends must pass the host's checker with no rule violation and no
+gap, and every result must be a pocket that holds the ball (its sensor on) when it is sent.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from hypothesis import strategies as st
 
 from rmc import ROOT
 from rmc.checker import Checker
-from rmcfw import channels, config, numbers, proto, store, table, ticks
+from rmc.frames import decode
+from rmcfw import channels, config, journal, numbers, proto, recover, store, table, ticks
+from rmcfw.commands import Commander, Wire
 from rmcfw.frames import Encoder
 
 sys.path.insert(0, str(ROOT / "tests" / "fw"))
@@ -36,43 +39,83 @@ STEP_US = 1000  # the board's main loop polls at 1 kHz
 
 
 class Bench:
-    """A table on a fresh flash, its frames encoded as on the wire, the sensor levels kept."""
+    """A table on a fresh flash, wired as `board_pico` wires it: its frames journaled
+    (rmcfw.journal) and encoded for the line (rmcfw.commands.Wire), the host's commands
+    coming in as lines; the sensor levels kept, to be read again at power-up."""
 
     def __init__(self, folder: str, t0: int) -> None:
-        self.enc = Encoder("T01", 1)
+        self.folder = folder
         self.lines: list[bytes] = []
         self.levels = [0] * channels.COUNT
         self.misplaced: list[tuple[str, int]] = []  # results whose pocket was not held
-        self.tb = table.Table(WHEEL, self.emit, store.Store(folder))
+        self.host = Commander("T01")
         self.now = t0
-        self.tb.start(ticks.wrap(t0))
+        self.cuts = 0
+        self.power_up(t0)
 
-    def emit(self, ftype: str, fields: tuple) -> None:
-        line = self.enc.frame(ftype, fields, ms=(self.now // 1000) & 0xFFFFFFFF)
-        self.lines.append(bytes(line))
-        if ftype == proto.T_RESULT:
-            num = dict(zip(fields[::2], fields[1::2], strict=True))["num"]
-            ch = WHEEL.index(num)
-            if not self.levels[ch]:
+    def power_up(self, t: int) -> None:
+        """The board's start (board_pico.Board): state, journal read back, BOOT."""
+        self.now = t
+        self.tb = tb = table.Table(WHEEL, self._no_frame, store.Store(self.folder))
+        self.journal = journal.Journal(self.folder + "/journal")
+        prev = self.journal.last()
+        tb.recover(recover.journaled_after(self.journal, tb.st), prev)
+        self.journal.start()
+        self.enc = Encoder("T01", tb.st["boot"] + 1)
+        self.wire = Wire(self.enc, self.journal, self.send, handler=tb.handle)
+        tb.emit = self.wire.emit
+        tb.seq = lambda: self.enc.seq
+        tb.rotor.seed(self.levels[channels.ROTOR_A], self.levels[channels.ROTOR_B])
+        self.wire.ms = self.ms()
+        tb.start(
+            ticks.wrap(t),
+            "power",
+            lambda fw, wh, rs, faults: self.wire.boot(fw, wh, rs, faults, prev),
+        )
+        # the levels held across the cut, as the board reads them at power-up
+        for ch in range(channels.POCKETS):
+            if self.levels[ch]:
+                tb.feed(ticks.wrap(t), ch, 1)
+        tb.feed(ticks.wrap(t), channels.LID, self.levels[channels.LID])
+
+    def power_off(self) -> None:
+        """The power goes off (between two sensor events): until power_up, nothing is seen."""
+        self.journal.close()
+        self.cuts += 1
+
+    def _no_frame(self, ftype: str, fields: tuple) -> None:
+        raise AssertionError("a frame before the wire is up: " + ftype)
+
+    def ms(self) -> int:
+        return (self.now // 1000) & ticks.MASK
+
+    def send(self, line) -> None:
+        line = bytes(line)
+        self.lines.append(line)
+        if b"," + proto.T_RESULT.encode() + b"," in line:
+            num = decode(line).fields["num"]
+            if not self.levels[WHEEL.index(num)]:
                 self.misplaced.append((num, self.now))
 
     def feed(self, t: int, ch: int, value: int) -> None:
         self.run_to(t)
         if ch != channels.BALL_A and ch != channels.BALL_B:
             self.levels[ch] = value  # ball sensors pulse: no level to keep
-        self.tb.feed(t, ch, value)
+        self.tb.feed(ticks.wrap(t), ch, value)
 
     def run_to(self, t: int) -> None:
         while self.now + STEP_US < t:
             self.now += STEP_US
-            self.tb.poll(self.now)
+            self.tb.poll(ticks.wrap(self.now))
         self.now = max(self.now, t)
+        self.wire.ms = self.ms()
 
     def command(self, cmd: str, fields: dict) -> None:
-        try:  # as rmcfw.commands.Wire calls the handler
-            self.tb.handle(cmd, fields)
-        except (KeyError, ValueError):
-            pass
+        """A command line from the host, to the boot it last heard from."""
+        pairs = []
+        for k, v in fields.items():
+            pairs += [k, v]
+        self.wire.feed(self.host.line(cmd, tuple(pairs), boot=self.enc.boot))
 
 
 LAP_SETS = (
@@ -94,6 +137,7 @@ spin = st.tuples(
     st.integers(0, channels.POCKETS - 1),
     st.sampled_from(LAP_SETS),
     st.lists(noise_event, max_size=6),
+    st.one_of(st.none(), st.tuples(st.integers(0, 30_000_000), st.integers(1000, 8_000_000))),
 )
 idle = st.tuples(st.just("idle"), st.integers(1, 40_000_000), st.lists(noise_event, max_size=4))
 command = st.one_of(
@@ -116,12 +160,32 @@ def play(bench: Bench, acts: list) -> None:
     for act in acts:
         kind = act[0]
         if kind == "spin":
-            _, rdir, bdir, pocket, laps, noise = act
+            _, rdir, bdir, pocket, laps, noise, cut = act
             ev, _t_rest, t_end = spin_events(t + 4_000_000, rdir, bdir, pocket, laps=laps)
             ev = ev + [(t + dt, ch, v) for dt, ch, v in noise]
             ev.sort(key=lambda e: e[0])
+            t_cut, t_on = (t + cut[0], t + cut[0] + cut[1]) if cut else (None, None)
+            off = False
             for e in ev:
+                if t_cut is not None and e[0] >= t_cut:
+                    bench.run_to(t_cut)
+                    bench.power_off()
+                    off = True
+                    t_cut = None
+                if off and e[0] < t_on:
+                    if e[1] != channels.BALL_A and e[1] != channels.BALL_B:
+                        bench.levels[e[1]] = e[2]  # unseen, but read at power-up
+                    continue
+                if off:
+                    bench.power_up(t_on)
+                    off = False
                 bench.feed(*e)
+            if t_cut is not None and t_cut < t_end:
+                bench.run_to(t_cut)
+                bench.power_off()
+                off = True
+            if off:
+                bench.power_up(max(t_on, bench.now))
             bench.run_to(t_end)
             bench.feed(t_end + 1_000_000, pocket, 0)  # the croupier picks the ball up
             t = t_end + 2_000_000
@@ -157,8 +221,8 @@ def test_the_table_under_random_input_sends_only_rule_clean_frames(before_wrap, 
         play(bench, acts)
         # the session's end, as a croupier would close it
         bench.command(proto.C_LAST_THREE, {})
-        play(bench, [("spin", 1, -1, 7, LAP_SETS[0], []), ("spin", -1, 1, 8, LAP_SETS[0], [])])
-        play(bench, [("spin", 1, -1, 9, LAP_SETS[0], [])])
+        last3 = [("spin", r, -r, 7 + r, LAP_SETS[0], [], None) for r in (1, -1, 1)]
+        play(bench, last3)
         bench.feed(bench.now + 1_000_000, channels.LID, 1)
         bench.command(proto.C_CLOSE, {"chef": "C1"})
         closed = bench.tb.spin.state == proto.S_CLOSED
@@ -170,7 +234,7 @@ def test_the_table_under_random_input_sends_only_rule_clean_frames(before_wrap, 
         checker.feed(line)
     report = checker.report()
     assert report.clean, (report.violations, report.gaps, report.crc_errors, report.malformed)
-    assert report.valid == len(bench.lines)
+    assert report.valid + report.answers == len(bench.lines)  # answers: the ACKs
     assert not bench.misplaced, bench.misplaced
     assert len(tamper) == (1 if closed else 0), (closed, tamper)
     assert len(report.tamper) >= len(tamper)
