@@ -12,10 +12,13 @@ weighs again. The lead counts to the last pass, as `rmc rnvp` counts it; spins o
 4 laps are left out, as in `bench_rnvp.py`.
 
 Not part of `make bench`: about 3 minutes a wheel (25 minutes a noise level, numpy). At 20 ms:
-225 of 288 within (78 %, 1 late), DESIGN growth 128 of 142 (90 %); at 10 ms the grid is too
-coarse for a bound (5 late).
+225 of 288 within (78 %, 1 late), DESIGN growth 128 of 142 (90 %). At 10 ms the default grid
+is too coarse for a bound (5 late); with 21 x 11 x 500 spins (`--grid 21 11 500`, ~40 minutes
+on one core) 233 of 288 (81 %), still 4 late, all on the 0.7 s wheel: 202 of the other
+wheels' 252 (80 %).
     .venv/bin/python tests/bench/rnvp_oracle.py 0.02            # lapgen's wheels, 20 ms
     .venv/bin/python tests/bench/rnvp_oracle.py 0.02 --design   # DESIGN.md's growth
+    .venv/bin/python tests/bench/rnvp_oracle.py 0.01 --grid 21 11 500
 The figures are in docs/firmware.md, "Measured".
 """
 
@@ -115,10 +118,13 @@ class Grid:
         return float(xs[np.argmax(within)])
 
 
-def run(last_lap_s: float, seed: int, noise: float, growth: tuple) -> tuple[int, int, int]:
-    """(spins, within, late) for one lapgen wheel's file."""
+def run(
+    last_lap_s: float, seed: int, noise: float, growth: tuple, size=(15, 11, 200)
+) -> tuple[int, int, int]:
+    """(spins, within, late) for one lapgen wheel's file; size: the grid's (drop speeds,
+    frictions, first-pass speeds)."""
     drag = lapgen.Wheel(lapgen.Rng(seed), last_lap_s, growth=growth).drag
-    grid = Grid(last_lap_s, drag, growth)
+    grid = Grid(last_lap_s, drag, growth, *size)
     n = within = late = 0
     for laps in lapgen_file(last_lap_s, seed, noise, growth=growth):
         passes = [0.0]
@@ -142,11 +148,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("noise", type=float, help="timing noise on each pass (s)")
     ap.add_argument("--design", action="store_true", help="DESIGN.md's last-lap growth")
+    ap.add_argument(
+        "--grid",
+        type=int,
+        nargs=3,
+        default=(15, 11, 200),
+        metavar=("SPEEDS", "FRICTIONS", "FIRST"),
+        help="grid size: drop speeds, frictions, first-pass speeds (default 15 11 200)",
+    )
     args = ap.parse_args()
+    if min(args.grid) < 2:
+        ap.error("--grid: at least 2 points on each axis")
     growth, wheels = ((1.28, 1.38), DESIGN_WHEELS) if args.design else ((1.15, 1.22), WHEELS)
     total = [0, 0, 0]
     for last_lap_s, seed in wheels:
-        n, within, late = run(last_lap_s, seed, args.noise, growth)
+        n, within, late = run(last_lap_s, seed, args.noise, growth, tuple(args.grid))
         total = [total[0] + n, total[1] + within, total[2] + late]
         print(f"wheel {last_lap_s} s (seed {seed}): {within}/{n} within, {late} late", flush=True)
     n, within, late = total
