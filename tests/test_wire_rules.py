@@ -155,6 +155,14 @@ def test_a_session_with_no_coup_closes_without_the_last_three():
     s.emit(proto.T_LID, ("locked", 1))
     assert s.rules() == ["last_three_not_announced"]
 
+    s = Script()  # a bad count: said, and the session is closed all the same
+    s.table.open()
+    s.table.play()
+    s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1, "spins", "x"))
+    s.emit(proto.T_LID, ("locked", 1))
+    s.table.play()
+    assert s.rules() == ["bad_field", "last_three_not_announced", "spin_while_closed"]
+
     s = Script()  # the session opened before the recording began, its count not given
     s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1))
     s.emit(proto.T_LID, ("locked", 1))

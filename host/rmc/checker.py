@@ -638,7 +638,11 @@ class _Rules:
         # the coups the table counted (SCLOSE's spins), or those seen: a gap may hide some
         played = self.coups if self.coups is not None else 1
         if "spins" in self.fl:
-            played = max(self.coups or 0, f.int("spins", self.fl))
+            try:
+                played = max(self.coups or 0, f.int("spins", self.fl))
+            except FrameError as e:
+                self.bad(f, "bad_field", str(e))  # and the session closes all the same
+                played = 1
         if self.session is not False and self.last3 is None and played > 0:
             self.bad(f, "last_three_not_announced", f"session closed after {played} coup(s)")
         self.coups = None

@@ -86,7 +86,8 @@ class ScriptedTable:
         self.coups += 1
 
     def announce_last_three(self) -> None:
-        self.emit(proto.T_LAST_THREE, ("last", self.spin + 3, "left", 3))
+        # as the firmware counts: the session's coups so far, plus the three
+        self.emit(proto.T_LAST_THREE, ("last", self.coups + 3, "left", 3))
 
     def close(self, chef: str = "chef-1", session: int = 1) -> None:
         self.emit(proto.T_SESSION_CLOSE, ("chef", chef, "session", session, "spins", self.coups))
