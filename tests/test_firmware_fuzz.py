@@ -4,7 +4,7 @@ Sessions of spins, some of them void by the decree (ball the rotor's way, rotor 
 reversed, too few laps), run on a clock that crosses the tick counter's wrap, with random
 sensor events mixed in (a pocket flickering or stuck, a stray ball pulse, the rotor
 jittering, the lid, the incident input), the croupier's commands as lines on the wire (SET
-with values in and out of range included), and power cuts in the middle of spins (the board
+with values in and out of range included, RESEND and RECALL), and power cuts in the middle of spins (the board
 started again on the same flash, as `board_pico` starts it). Whatever comes, the table must
 not crash, every frame it sends must pass the host's checker with no rule violation and no
 gap, and every result must be a pocket that holds the ball (its sensor on) when it is sent.
@@ -50,7 +50,6 @@ class Bench:
         self.misplaced: list[tuple[str, int]] = []  # results whose pocket was not held
         self.host = Commander("T01")
         self.now = t0
-        self.cuts = 0
         self.power_up(t0)
 
     def power_up(self, t: int) -> None:
@@ -81,7 +80,6 @@ class Bench:
     def power_off(self) -> None:
         """The power goes off (between two sensor events): until power_up, nothing is seen."""
         self.journal.close()
-        self.cuts += 1
 
     def _no_frame(self, ftype: str, fields: tuple) -> None:
         raise AssertionError("a frame before the wire is up: " + ftype)
@@ -92,7 +90,7 @@ class Bench:
     def send(self, line) -> None:
         line = bytes(line)
         self.lines.append(line)
-        if b"," + proto.T_RESULT.encode() + b"," in line:
+        if b"," + proto.T_RESULT.encode() + b"," in line and not decode(line).resent:
             num = decode(line).fields["num"]
             if not self.levels[WHEEL.index(num)]:
                 self.misplaced.append((num, self.now))
@@ -152,7 +150,12 @@ command = st.one_of(
     ),
 )
 lid = st.tuples(st.just("lid"), st.integers(0, 1))
-actions = st.lists(st.one_of(spin, spin, idle, command, lid), min_size=1, max_size=10)
+# the host asks for frames again: from this boot or an earlier one, a range of any length
+ask = st.one_of(
+    st.tuples(st.just("resend"), st.integers(0, 2), st.integers(0, 500), st.integers(0, 60)),
+    st.tuples(st.just("recall"), st.integers(-1, 30)),
+)
+actions = st.lists(st.one_of(spin, spin, idle, command, lid, ask), min_size=1, max_size=10)
 
 
 def play(bench: Bench, acts: list) -> None:
@@ -204,6 +207,13 @@ def play(bench: Bench, acts: list) -> None:
         elif kind == "lid":
             bench.feed(t, channels.LID, act[1])
             t += 500_000
+        elif kind == "resend":
+            _, back, seq, span = act
+            boot = max(1, bench.enc.boot - back)
+            seq = 1 + seq % max(1, bench.enc.seq)
+            bench.command(proto.C_RESEND, {"boot": boot, "seq": seq, "last": seq + span})
+        elif kind == "recall":
+            bench.command(proto.C_RECALL, {"n": act[1]})
 
 
 @SETTINGS
@@ -234,7 +244,8 @@ def test_the_table_under_random_input_sends_only_rule_clean_frames(before_wrap, 
         checker.feed(line)
     report = checker.report()
     assert report.clean, (report.violations, report.gaps, report.crc_errors, report.malformed)
-    assert report.valid + report.answers == len(bench.lines)  # answers: the ACKs
+    # every line a frame: once each, or again when resent (marked), or an ACK
+    assert report.valid + report.duplicates + report.answers == len(bench.lines)
     assert not bench.misplaced, bench.misplaced
     assert len(tamper) == (1 if closed else 0), (closed, tamper)
     assert len(report.tamper) >= len(tamper)
