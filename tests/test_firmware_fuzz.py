@@ -4,10 +4,11 @@ Sessions of spins, some of them void by the decree (ball the rotor's way, rotor 
 reversed, too few laps), run on a clock that crosses the tick counter's wrap, with random
 sensor events mixed in (a pocket flickering or stuck, a stray ball pulse, the rotor
 jittering, the lid, the incident input), the croupier's commands as lines on the wire (SET
-with values in and out of range included, RESEND and RECALL), and power cuts in the middle of spins (the board
-started again on the same flash, as `board_pico` starts it). Whatever comes, the table must
-not crash, every frame it sends must pass the host's checker with no rule violation and no
-gap, and every result must be a pocket that holds the ball (its sensor on) when it is sent.
+with values in and out of range included, RESEND and RECALL), and power cuts in the middle
+of spins (the board started again on the same flash, as `board_pico` starts it). Whatever
+comes, the table must not crash, every frame it sends must pass the host's checker with no
+rule violation and no gap, and every result must be a pocket that holds the ball (its
+sensor on) when it is sent.
 """
 
 from __future__ import annotations
