@@ -1,8 +1,9 @@
 # The whole table, driven by synthetic sensor events: results, voids, incidents, sessions.
 from fwtest import scratch_dir
+from lapgen import Rng
 from wheelsim import LAPS, Frames, run, spin_events
 
-from rmcfw import channels, config, numbers, proto, store, table
+from rmcfw import channels, config, numbers, proto, store, table, ticks
 
 WHEEL = numbers.NUMBERS  # any order of the 39 labels will do: pocket channel i is WHEEL[i]
 
@@ -201,6 +202,90 @@ def test_incident_input_with_no_ball_on_the_track_is_on_record_and_stops_nothing
     tb.feed(t + 7_020_000, channels.INCIDENT, 1)
     assert tb.spin.state == proto.S_INCIDENT
     assert [f["step"] for f in fr.of(proto.T_INCIDENT)] == ["ignored", "ignored", "start"]
+
+
+def test_a_random_session_across_the_tick_wrap_keeps_the_rules():
+    # Eight spins from 48 s before the tick counter wraps, half of them with stray events on
+    # random channels (tests/test_firmware_fuzz.py does more, under CPython only): no
+    # failure, one outcome per spin, "rien ne va plus" never after the ball's last pass, a
+    # result only after it and always on a pocket whose sensor holds the ball when it is
+    # sent; without stray events, the drop seen after the last pass. A time taken across
+    # the wrap without ticks.diff fails this (the third spin's laps cross it).
+    rng = Rng(2019)
+    levels = [0] * channels.COUNT
+    log = []
+    misplaced = []
+    clock = [0]  # the time of the event or poll under way (raw, not wrapped)
+    last_pass = []  # of each spin
+    clean = []  # each spin: no stray event in it
+
+    def emit(ftype, fields=()):
+        d = {}
+        for i in range(0, len(fields), 2):
+            d[fields[i]] = fields[i + 1]
+        if ftype == proto.T_RESULT and not levels[WHEEL.index(d["num"])]:
+            misplaced.append(d)
+        d["at"] = clock[0]
+        log.append((ftype, d))
+
+    tb = table.Table(WHEEL, emit)
+    wrap = ticks.MASK + 1
+    t0 = wrap - 48_000_000  # the third spin's ball runs across it
+    across = 0
+    tb.start(ticks.wrap(t0))
+    assert tb.handle(proto.C_OPEN, {"chef": "C1"}) == (True, "")
+    tb.feed(ticks.wrap(t0 + 1000), channels.LID, 0)
+    now = t = t0 + 1_000_000
+    d = 1
+    for _ in range(8):
+        pocket = int(rng.random() * channels.POCKETS)
+        bdir = -d if rng.random() < 0.85 else d
+        ev, _t_rest, t_end = spin_events(t + 3_000_000, d, bdir, pocket)
+        stray = 0 if rng.random() < 0.5 else 1 + int(rng.random() * 4)
+        for _ in range(stray):
+            at = t + int(rng.random() * 25_000_000)
+            ev.append((at, int(rng.random() * channels.COUNT), 1 if rng.random() < 0.5 else 0))
+        clean.append(stray == 0)
+        ev.append((t_end + 1_000_000, pocket, 0))  # the croupier picks the ball up
+        ev.sort(key=lambda e: e[0])
+        passes = [e[0] for e in ev if e[1] == channels.BALL_A]
+        across += passes[0] < wrap < passes[-1]
+        last_pass.append(passes[-1])
+        for at, ch, v in ev:
+            while now + 1000 < at:
+                now += 1000
+                clock[0] = now
+                tb.poll(ticks.wrap(now))
+            if ch != channels.BALL_A and ch != channels.BALL_B:
+                levels[ch] = v
+            clock[0] = at
+            tb.feed(ticks.wrap(at), ch, v)
+            now = at if at > now else now
+        t = t_end + 2_000_000
+        d = -d
+    assert across == 1  # a spin's laps ran across the wrap
+    assert clean[2] and clean.count(True) >= 3, clean  # ... that one with no stray event
+    assert not misplaced, misplaced
+    launched = [f["spin"] for ftype, f in log if ftype == proto.T_LAUNCH]
+    assert launched == sorted(launched) and len(set(launched)) == len(launched), launched
+    outcomes = {}
+    called = set()
+    for ftype, f in log:
+        if ftype == proto.T_RNVP:
+            called.add(f["spin"])
+            # never after the ball's last pass (spin n is the n-th played here)
+            assert f["at"] < last_pass[f["spin"] - 1], (f, last_pass[f["spin"] - 1])
+        elif ftype == proto.T_DROP and clean[f["spin"] - 1]:
+            # without stray events, the drop is seen once the ball has left the track
+            assert f["at"] > last_pass[f["spin"] - 1], (f, last_pass[f["spin"] - 1])
+        elif ftype == proto.T_RESULT or ftype == proto.T_VOID:
+            assert f["spin"] not in outcomes, (f, outcomes)
+            outcomes[f["spin"]] = f.get("num", f.get("reason"))
+            if ftype == proto.T_RESULT:
+                assert f["spin"] in called, f
+    results = [f for ftype, f in log if ftype == proto.T_RESULT]
+    assert sorted(outcomes) == launched and len(launched) == 8, (outcomes, launched)
+    assert len(results) >= 5, outcomes  # 6: two voids, for a sensor and the ball's way
 
 
 def test_last_three_spins_then_the_session_closes_with_the_lid():
