@@ -1073,24 +1073,23 @@ class Predictor:
             self.spread = 0.0  # log half-width of what the brackets leave open
             self.open = self.cross = 0.0
             return
-        top = self._lo[0]
-        bottom = self._hi[0]
-        for i in range(1, n):
-            if self._lo[i] > top:
-                top = self._lo[i]
-            if self._hi[i] < bottom:
-                bottom = self._hi[i]
-        # the centre from the brackets widened further (_WIDEN_C)
+        # the highest lo and lowest hi; for the centre, those of the brackets widened
+        # further (_WIDEN_C)
         k = _WIDEN_C - _WIDEN
-        top_c = self._lo[0] - k * self._se_lo[0]
-        bottom_c = self._hi[0] + k * self._se_hi[0]
-        for i in range(1, n):
-            x = self._lo[i] - k * self._se_lo[i]
-            if x > top_c:
-                top_c = x
-            x = self._hi[i] + k * self._se_hi[i]
-            if x < bottom_c:
-                bottom_c = x
+        top = top_c = bottom = bottom_c = 0.0
+        for i in range(n):
+            lo = self._lo[i]
+            hi = self._hi[i]
+            lo_c = lo - k * self._se_lo[i]
+            hi_c = hi + k * self._se_hi[i]
+            if i == 0 or lo > top:
+                top = lo
+            if i == 0 or hi < bottom:
+                bottom = hi
+            if i == 0 or lo_c > top_c:
+                top_c = lo_c
+            if i == 0 or hi_c < bottom_c:
+                bottom_c = hi_c
         c = (top_c + bottom_c) / 2
         # what the brackets leave open (steady wheel), or how far they cross (varying one)
         open_ = (bottom - top) / 2 if bottom > top else 0.0

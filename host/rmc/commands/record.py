@@ -15,8 +15,6 @@ import time
 
 from rich.console import Console
 
-from rmcfw import proto
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -93,16 +91,16 @@ def run(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-# What the table's refusals mean for the engineer at the port (its ACK's detail).
-_REFUSED = {
-    proto.A_AUTH: "it takes only commands tagged with its key: give the table's --key-file",
-    proto.A_TABLE: "they were addressed to another table: check --table",
-    proto.A_STALE: "their sequence numbers were behind the table's (another host on the line?)",
-}
-
-
 def _problems(r, stats, keyed: bool) -> list[str]:
     """Why a recording cannot be trusted whole, in words, beyond missing frames."""
+    from rmcfw import proto  # (commands import lazily: `rmc` starts fast)
+
+    # what the table's refusals mean for the engineer at the port (its ACK's detail)
+    refused = {
+        proto.A_AUTH: "it takes only commands tagged with its key: give the table's --key-file",
+        proto.A_TABLE: "they were addressed to another table: check --table",
+        proto.A_STALE: "their sequence numbers were behind the table's (another host on the line?)",
+    }
     out = []
     if r.frames == 0:
         out.append("no frame heard from the table (wiring, baud rate, or nothing sending)")
@@ -110,6 +108,6 @@ def _problems(r, stats, keyed: bool) -> list[str]:
         why = "the key is not the table's" if keyed else "the table sends tagged frames only"
         out.append(f"{r.auth_failures} lines failed their authentication ({why})")
     for detail, n in sorted(stats.refusals.items()):
-        if detail in _REFUSED:
-            out.append(f"the table refused {n} commands ({detail}): {_REFUSED[detail]}")
+        if detail in refused:
+            out.append(f"the table refused {n} commands ({detail}): {refused[detail]}")
     return out

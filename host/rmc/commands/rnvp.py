@@ -67,9 +67,11 @@ def run(args: argparse.Namespace) -> int:
     t = Table(title=f'"Rien ne va plus" on {args.laps} (lead asked {asked})')
     for col in ("spin", "laps", "called at s", "predicted drop s", "last pass s", "lead s", ""):
         t.add_column(col, justify="right")
+    # lines too short for a valid spin: void, never called
+    void = {c.spin for c, laps in zip(calls, spins, strict=True) if len(laps) < MIN_LAPS}
     for c, laps in zip(calls, spins, strict=True):
         note = "[red]LATE[/red]" if c.late else (c.why or "")
-        if len(laps) < MIN_LAPS:
+        if c.spin in void:
             note += " (void)"
         if c.new_wheel:
             note += " [yellow]new wheel[/yellow]"
@@ -94,11 +96,10 @@ def run(args: argparse.Namespace) -> int:
         f"{total['spins']} spins, {total['called']} called, {total['late']} late, "
         f"median lead {_f(total['median_lead_s'])} s, {hit}"
     )
-    void = [str(c.spin) for c, laps in zip(calls, spins, strict=True) if len(laps) < MIN_LAPS]
     if void:
         con.print(
             f"lines of fewer than {MIN_LAPS} laps, taken for void spins (decree: fewer than "
-            f"{MIN_LAPS} revolutions) and not called: spin {', '.join(void)}",
+            f"{MIN_LAPS} revolutions) and not called: spin {', '.join(map(str, sorted(void)))}",
             highlight=False,
         )
     changed = [str(c.spin) for c in calls if c.new_wheel]
