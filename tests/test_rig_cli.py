@@ -11,6 +11,7 @@ import sys
 
 from rmc.rig.scenarios import RigScenario, write_trace
 from rmc.rig.virtual import firmware_flash
+from rmc.trace import TraceWriter
 from rmc.vboard import VirtualBoard
 
 
@@ -31,7 +32,13 @@ def test_bad_input_is_refused_with_a_reason(tmp_path):
     cfg = tmp_path / "rig.json"
     cfg.write_text(json.dumps({"host": "raspberry_pi", "pulses": "blinka", "speed": 3}))
     trace = tmp_path / "t.jsonl"
-    trace.write_text('{"kind":"header","format":"rmc-trace/1","table":"x","source":"sim"}\n')
+    header = '{"kind":"header","format":"rmc-trace/1","table":"x","source":"sim"}\n'
+    trace.write_text(header)  # cut: no end record, so its truth may be short
+    for action in (("play", str(trace), "--rig", str(cfg)), ("virtual", str(trace))):
+        p = rmc(*action)
+        assert p.returncode == 2 and "damaged, not played: no end record" in p.stderr
+    with TraceWriter(trace, json.loads(header)):
+        pass
     p = rmc("play", str(trace), "--rig", str(cfg))
     assert p.returncode == 2 and "unknown keys speed" in p.stderr
     cfg.write_text(json.dumps({"host": "raspberry_pi", "pulses": "pulsegen"}))

@@ -398,7 +398,8 @@ def test_trace_file(tmp_path) -> None:
     assert head["source"] == "sim" and head["seed"] == 5 and head["firmware"] is None
     assert head["wheel"] == json.loads((WHEEL_PATH).read_text())
     assert set(head["scenario"]) == {"power_cut@2", "tamper"}
-    body = recs[1:]
+    body, end = recs[1:-1], recs[-1]
+    assert end["kind"] == "end" and end["lines"] == n - 1
     assert [r["t_us"] for r in body] == sorted(r["t_us"] for r in body)
     kinds = {r["kind"] for r in body}
     assert kinds == {"sensor", "truth", "power"}

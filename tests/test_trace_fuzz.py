@@ -4,7 +4,9 @@ A recording of a simulated table (sensor edges, the core's frames, bets) is dama
 disk, a copy or a hand edit damages a file: a byte changed, the file cut short, a line lost,
 doubled, moved or inserted. Both commands must end with their documented exit status (0, 1
 or 2) and, where they can still read the file, say what they found; a frame whose bytes
-changed is never taken as it was.
+changed is never taken as it was; and no damage at all passes as clean: the writer's end
+record (the lines before it and their SHA-256) tells a cut, even at a line boundary, and any
+line changed, lost or added.
 """
 
 from __future__ import annotations
@@ -105,19 +107,6 @@ def test_the_clean_trace_is_clean(tmp_path):
     assert len(json.loads(out)["bets"]["settled"]) == 2
 
 
-def _frame_lines(data: bytes) -> list[str]:
-    """The frame texts a trace's readable records hold, in order."""
-    out = []
-    for line in data.splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and rec.get("kind") == "frame":
-            out.append(rec.get("line"))
-    return out
-
-
 @functools.cache
 def clean_results() -> list[dict]:
     with tempfile.TemporaryDirectory() as d:
@@ -144,11 +133,33 @@ def test_a_damaged_trace_gets_an_answer_never_a_crash(hows):
             # no result but the table's: a changed frame fails its CRC
             for r in report["results"]:
                 assert r in clean_results(), (r, hows)
-            # a frame changed, lost, doubled or moved is never passed as clean (frames lost
-            # at the very end are not seen: no stream tells what was never sent to it)
-            got, want = _frame_lines(data), _frame_lines(clean)
-            if got != want[: len(got)]:
-                assert not report["clean"] and code == 1, (hows, report)
+        # any change of the text is told: line endings and blank lines alone carry none
+        changed = _text_lines(data) != _text_lines(clean)
+        if changed:
+            assert code != 0, (hows, out)
         code, out = _run(["replay", str(path), "--json"])
         if code != 2:
             json.loads(out)  # one JSON object, as documented
+        if changed:
+            assert code != 0, (hows, out)
+
+
+def _text_lines(data: bytes) -> list[bytes]:
+    return [line for line in data.splitlines() if line.strip()]
+
+
+def test_a_trace_cut_at_a_line_boundary_is_told(tmp_path):
+    """The case the frames alone cannot tell: the last lines gone, every line left whole."""
+    lines = clean_trace().splitlines(keepends=True)
+    path = tmp_path / "t.jsonl"
+    for keep in (len(lines) - 1, len(lines) // 2):
+        path.write_bytes(b"".join(lines[:keep]))
+        code, out = _run(["check", str(path), "--json"])
+        report = json.loads(out)
+        assert code == 1 and not report["clean"]
+        assert any("no end record" in e for e in report["trace_errors"]), report
+        code, out = _run(["replay", str(path), "--json"])
+        assert code == 1 and any("no end record" in e for e in json.loads(out)["trace_errors"])
+        for command in ("check", "replay"):  # the text says so too
+            code, out = _run([command, str(path)])
+            assert code == 1 and "problems found" in out and "\nclean" not in out, out

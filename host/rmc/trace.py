@@ -7,10 +7,17 @@ the round trip: `line.encode("latin-1")` gives the bytes back.
 
 A raw capture (the bytes of the serial line, e.g. `cat /dev/ttyACM0 > capture.log`) is told
 apart from a trace by its first non-blank line: a trace's is a JSON object of kind "header".
+
+A writer closes the trace with an "end" record: how many lines came before it and their
+SHA-256. A trace without one was cut (the recorder killed, the host's power lost, a copy made
+while it was written): a cut at a line boundary would otherwise leave a shorter trace that
+reads as whole. The digest shows a line changed, lost, doubled or added after writing (it is
+no signature: the frames carry their own MACs).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterator
@@ -22,7 +29,18 @@ from rmc import HARDWARE_DIR
 from rmcfw.frames import wheel_id as _labels_id
 
 FORMAT = "rmc-trace/1"
-KINDS = ("header", "frame", "sensor", "truth", "bet", "power", "command", "note", "slingshot")
+KINDS = (
+    "header",
+    "frame",
+    "sensor",
+    "truth",
+    "bet",
+    "power",
+    "command",
+    "note",
+    "slingshot",
+    "end",
+)
 SOURCES = ("sim", "record", "slingshot", "rig")
 
 
@@ -34,7 +52,8 @@ class TraceError(ValueError):
 class Trace:
     header: dict[str, Any]
     records: list[dict[str, Any]] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # lines that were not records
+    errors: list[str] = field(default_factory=list)  # bad lines; a cut or changed trace
+    end: dict[str, Any] | None = None  # the writer's end record, when the file holds it
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [r for r in self.records if r.get("kind") == kind]
@@ -111,7 +130,20 @@ def parse_trace(data: bytes) -> Trace:
     header: dict[str, Any] | None = None
     records: list[dict[str, Any]] = []
     errors: list[str] = []
+    end: dict[str, Any] | None = None
+    digest = hashlib.sha256()  # of the lines before the end record, as the writer counts
+    lines = 0
+    after_end = 0
     for n, raw in enumerate(data.splitlines(), 1):
+        if end is None:
+            # the digest of the lines before this one, should it be the end record
+            before = digest.hexdigest() if b'"end"' in raw else ""
+            digest.update(raw + b"\n")
+            lines += 1
+        elif raw.strip():
+            after_end += 1
+            if after_end == 1:
+                errors.append(f"line {n}: records after the end record")
         if not raw.strip():
             continue
         try:
@@ -133,26 +165,84 @@ def parse_trace(data: bytes) -> Trace:
                 raise TraceError(f"unknown trace format {obj.get('format')!r}")
             header = obj
             continue
+        if obj["kind"] == "end":
+            if end is None:
+                end = obj
+                lines -= 1  # the end record counts the lines before it
+                errors.extend(_end_errors(n, obj, lines, before))
+            else:
+                errors.append(f"line {n}: a second end record")
+            continue
         if obj["kind"] == "frame" and not isinstance(obj.get("line"), str):
             errors.append(f"line {n}: frame record without a line")
             continue
         records.append(obj)
     if header is None:
         raise TraceError("empty trace")
-    return Trace(header, records, errors)
+    if end is None:
+        errors.append(
+            f"no end record after line {lines}: the recording stopped without closing the "
+            "trace (recorder killed, host power lost, or copied while written); what came "
+            "after that line is not in the file"
+        )
+    return Trace(header, records, errors, end)
+
+
+def _end_errors(n: int, end: dict[str, Any], lines: int, sha256: str) -> list[str]:
+    """What an end record at line n says against the `lines` lines before it."""
+    want_lines, want_sha = end.get("lines"), end.get("sha256")
+    if (
+        not isinstance(want_lines, int)
+        or isinstance(want_lines, bool)
+        or not isinstance(want_sha, str)
+    ):
+        return [f"line {n}: end record without its line count and digest"]
+    if want_lines != lines:
+        return [
+            f"line {n}: the end record counts {want_lines} lines before it, the file holds "
+            f"{lines}: lines were lost or added after writing"
+        ]
+    if want_sha != sha256:
+        return [
+            f"line {n}: the lines before the end record are not the ones written (SHA-256 "
+            "differs): the trace was changed after writing"
+        ]
+    return []
 
 
 class TraceWriter:
-    """Writes a trace line by line, flushed, so that a recording cut short is still usable."""
+    """Writes a trace line by line, flushed, so that a recording cut short is still usable;
+    `close()`, or leaving the `with` block (on an error too, after a note saying which),
+    ends it with the end record."""
 
-    def __init__(self, out: IO[str] | Path | str, header: dict[str, Any]) -> None:
+    def __init__(
+        self, out: IO[str] | Path | str, header: dict[str, Any], flush: bool = True
+    ) -> None:
+        # flush=False for a trace written at once (a simulation): nothing live to lose
+        self._flush = flush
         self._own = not hasattr(out, "write")
         self.out: IO[str] = open(out, "w", encoding="utf-8") if self._own else out  # type: ignore[arg-type]
+        self._digest = hashlib.sha256()
+        self.lines = 0
+        self.ended = False
         self.write(header)
 
+    def _put(self, record: dict[str, Any]) -> str:
+        # ensure_ascii: the text is its own bytes, as the reader digests them
+        text = json.dumps(record, ensure_ascii=True, separators=(",", ":"))
+        self.out.write(text + "\n")
+        if self._flush:
+            self.out.flush()
+        return text
+
     def write(self, record: dict[str, Any]) -> None:
-        self.out.write(json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n")
-        self.out.flush()
+        if self.ended:
+            raise ValueError("the trace is ended: nothing can follow its end record")
+        if record.get("kind") == "end":
+            raise ValueError("the end record is the writer's own: call end()")
+        text = self._put(record)
+        self._digest.update(text.encode("ascii") + b"\n")
+        self.lines += 1
 
     def frame(self, line: bytes, rx_ms: float | None = None) -> None:
         if rx_ms is None:
@@ -166,12 +256,36 @@ class TraceWriter:
         text = line.rstrip(b"\r\n").decode("latin-1")
         self.write({"kind": "command", "tx_ms": round(tx_ms, 3), "line": text})
 
+    def end(self) -> None:
+        """Write the end record (once): how many lines came before it and their SHA-256."""
+        if not self.ended:
+            self._put({"kind": "end", "lines": self.lines, "sha256": self._digest.hexdigest()})
+            self.ended = True
+
     def close(self) -> None:
-        if self._own:
-            self.out.close()
+        try:
+            self.end()
+        finally:
+            if self._own:
+                self.out.close()
 
     def __enter__(self) -> TraceWriter:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        # Every line written stands: the trace is ended on an error too, saying which (Ctrl-C
+        # is how a recording stops). Should the output itself have failed, the error being
+        # raised says more than this writer's own.
+        try:
+            if not issubclass(exc_type, KeyboardInterrupt) and not self.ended:
+                note = f"writer stopped by {exc_type.__name__}: {exc}"
+                self.write({"kind": "note", "t_ms": round(time.time() * 1000, 3), "text": note})
+            self.end()
+        except (OSError, ValueError):
+            pass
+        finally:
+            if self._own:
+                self.out.close()

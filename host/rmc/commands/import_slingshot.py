@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
     try:
         header, *records = imported.records
-        w = TraceWriter(out, header)
-        for r in records:
-            w.write(r)
+        with TraceWriter(out, header) as w:
+            for r in records:
+                w.write(r)
     finally:
         if args.output:
             out.close()

@@ -96,6 +96,7 @@ def show(out: dict, con: Console) -> None:
     c = dict(out["check"])
     c.setdefault("input", "trace")
     c["trace_errors"] = out["trace_errors"]
+    c["clean"] = c["clean"] and not c["trace_errors"]  # as `rmc check` says it
     show_check(c)
     b = out.get("bets")
     if b:

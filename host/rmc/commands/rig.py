@@ -26,7 +26,7 @@ from rmc.rig import edges as edgemod
 from rmc.rig import pins as pinmod
 from rmc.rig.backends import RigError
 from rmc.rig.compare import Comparison, Tolerances
-from rmc.trace import TraceError, read_trace
+from rmc.trace import Trace, TraceError, read_trace
 
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 2
@@ -141,13 +141,27 @@ def _selftest(args: argparse.Namespace) -> int:
 # --- play ---
 
 
+def _read_whole(path: str) -> Trace:
+    """The trace to play, refused when damaged or cut: its truth would not be the sensors'."""
+    trace = read_trace(path)
+    if trace.errors:
+        more = f" (and {len(trace.errors) - 2} more)" if len(trace.errors) > 2 else ""
+        raise TraceError(
+            f"{path} is damaged, not played: "
+            + "; ".join(trace.errors[:2])
+            + more
+            + " (rmc check tells more)"
+        )
+    return trace
+
+
 def _play(args: argparse.Namespace) -> int:
     from rmc.rig.config import load_config, open_rig
     from rmc.rig.link import open_port
     from rmc.rig.run import Rig
 
     try:
-        trace = read_trace(args.trace)
+        trace = _read_whole(args.trace)
         cfg = load_config(args.rig)
         url = args.port or cfg.frame_port
         if not url:
@@ -174,7 +188,7 @@ def _virtual(args: argparse.Namespace) -> int:
     from rmc.vboard import VirtualBoard, VirtualBoardError
 
     try:
-        trace = read_trace(args.trace)
+        trace = _read_whole(args.trace)
         if args.start or args.end is not None:
             return _err("--start/--end are for hardware runs; the virtual board plays it all")
         tol = Tolerances(rnvp_late_ms=args.rnvp_late_ms)

@@ -10,7 +10,6 @@ locked. Scenarios (see SCENARIOS) bend one spin, or the closed table, to a failu
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -32,9 +31,9 @@ from rmc.sim.physics import (
 )
 from rmc.sim.rotor import Rotor
 from rmc.sim.wheel import Wheel, load_wheel
+from rmc.trace import FORMAT as TRACE_FORMAT
+from rmc.trace import TraceWriter
 from rmcfw import channels, proto
-
-TRACE_FORMAT = "rmc-trace/1"
 
 # Scenario name -> what it does (shown by `rmc sim --list-scenarios`).
 SCENARIOS: dict[str, str] = {
@@ -224,14 +223,12 @@ class Session:
         )
 
     def write_trace(self, path: str | Path) -> int:
-        """Write the JSON Lines trace; returns the number of records."""
-        n = 0
-        with open(path, "w", encoding="utf-8") as f:
-            for rec in self.to_trace_records():
-                f.write(json.dumps(rec, separators=(",", ":")))
-                f.write("\n")
-                n += 1
-        return n
+        """Write the JSON Lines trace, closed by its end record; returns the lines written."""
+        header, *records = self.to_trace_records()
+        with TraceWriter(path, header, flush=False) as w:
+            for rec in records:
+                w.write(rec)
+        return w.lines + 1
 
     def valid_spins(self) -> list[SpinRecord]:
         return [s for s in self.spins if s.void is None and s.pocket is not None]
