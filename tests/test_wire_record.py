@@ -7,7 +7,10 @@ trace it writes must check clean with every result.
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -147,3 +150,101 @@ def test_record_without_the_key_of_a_keyed_table_says_why_gaps_stay(tmp_path, ca
     err = " ".join(out.err.split())
     assert "the table refused" in err and "(auth): it takes only commands tagged" in err, err
     assert "tagged frames taken unverified" in out.out, out.out
+
+
+class Dropping(Table):
+    """A table whose line goes away: it sends its session, then closes the connection."""
+
+    def run(self) -> None:
+        self.done.set()  # serve nothing after the session: close at once
+        super().run()
+
+
+def test_a_port_lost_mid_recording_ends_the_trace_and_says_so(tmp_path, capsys):
+    table = Dropping(str(tmp_path / "journal"), None)
+    table.start()
+    out = tmp_path / "rec.jsonl"
+    args = ["record", "--port", f"socket://127.0.0.1:{table.port}", "-o", str(out)]
+    rc = main([*args, "--duration", "10", "--grace", "1"])
+    table.join(10)
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 1, err
+    assert "the port failed, recording stopped: SerialException" in err, err
+    assert "cannot open" not in err
+    lines = out.read_text().splitlines()
+    note, end = json.loads(lines[-2]), json.loads(lines[-1])
+    assert note["kind"] == "note" and note["text"].startswith("port lost, recording stopped")
+    assert end["kind"] == "end"
+    # what came before the cable was pulled stands, whole (the gaps were filled on the way)
+    assert main(["check", str(out), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert got["trace_errors"] == [] and got["gaps"] == []
+    assert [(r["spin"], r["result"]) for r in got["results"]] == table.results
+
+
+def test_a_trace_that_cannot_be_written_is_not_taken_for_a_port_error(tmp_path, capsys):
+    table = Table(str(tmp_path / "journal"), None)
+    table.start()
+    out = tmp_path / "no" / "such" / "folder" / "rec.jsonl"
+    rc = main(["record", "--port", f"socket://127.0.0.1:{table.port}", "-o", str(out)])
+    table.done.set()
+    err = " ".join(capsys.readouterr().err.split())
+    assert rc == 2 and "cannot write" in err and "No such file" in err, err
+    assert "cannot open" not in err
+
+
+def _recorder(tmp_path, table: Table, *extra: str) -> subprocess.Popen:
+    out = tmp_path / "rec.jsonl"
+    cmd = [sys.executable, "-m", "rmc", "record", "--port", f"socket://127.0.0.1:{table.port}"]
+    return subprocess.Popen(
+        [*cmd, "-o", str(out), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _wait_for_results(path, n: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().count(",RES,") >= n:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no {n} results recorded in {timeout} s")
+
+
+def test_sigterm_stops_a_recording_like_ctrl_c_and_ends_its_trace(tmp_path, capsys):
+    """A recorder run as a service is stopped by SIGTERM: the trace must end whole."""
+    table = Table(str(tmp_path / "journal"), None)
+    table.start()
+    proc = _recorder(tmp_path, table, "--grace", "5")
+    out = tmp_path / "rec.jsonl"
+    _wait_for_results(out, len(table.results) or 12)
+    time.sleep(1.0)  # the gaps asked again and filled
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    table.done.set()
+    table.join(10)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert main(["check", str(out), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert got["trace_errors"] == [] and got["gaps"] == []
+    assert [(r["spin"], r["result"]) for r in got["results"]] == table.results
+
+
+def test_a_second_signal_skips_the_grace_period(tmp_path):
+    # Without the key, the keyed table refuses every RESEND: the gaps stay, and the grace
+    # period would run its whole 60 s.
+    table = Table(str(tmp_path / "journal"), KEY)
+    table.start()
+    proc = _recorder(tmp_path, table, "--grace", "60")
+    _wait_for_results(tmp_path / "rec.jsonl", 5)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(1.0)
+    t = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    table.done.set()
+    table.join(10)
+    assert time.monotonic() - t < 10 and proc.returncode == 1, stderr
+    assert "Traceback" not in stderr and "still missing" in " ".join(stderr.split())
+    last = json.loads((tmp_path / "rec.jsonl").read_text().splitlines()[-1])
+    assert last["kind"] == "end"

@@ -1,14 +1,19 @@
 """Recording a live table: the serial line (any pyserial URL) into a trace, gaps filled.
 
 `record()` opens the port, runs a `rmc.link.Link` over it (every line written to the trace
-as received, every gap asked again from the firmware's journal) and returns the link when
-the duration is over, after a short grace period spent filling the last gaps.
+as received, every gap asked again from the firmware's journal) and returns a `Recording`
+(the link, and how it stopped) when the duration is over or it is asked to stop, after a
+short grace period spent filling the last gaps; the trace ends with its end record.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +29,56 @@ def open_port(url: str, baud: int = 115200, timeout: float = 0.05) -> Any:
     return serial.serial_for_url(url, baudrate=baud, timeout=timeout)
 
 
+class PortError(Exception):
+    """The port could not be opened (`record` raises it), or failed on the way (`PortLost`)."""
+
+
+class PortLost(PortError):
+    pass
+
+
 class _Port:
-    """read(n) returning what is there (waiting at most the port's timeout)."""
+    """read(n) returning what is there (waiting at most the port's timeout); the port's own
+    errors come out as PortLost, told apart from the trace file's."""
 
     def __init__(self, port: Any) -> None:
         self.port = port
 
     def read(self, n: int) -> bytes:
-        waiting = getattr(self.port, "in_waiting", 0)
-        return self.port.read(min(max(waiting, 1), n))
+        try:
+            waiting = getattr(self.port, "in_waiting", 0)
+            return self.port.read(min(max(waiting, 1), n))
+        except Exception as e:
+            lost = _lost(e)
+            if lost is None:
+                raise
+            raise lost from e
 
     def write(self, data: bytes) -> None:
-        self.port.write(data)
-        self.port.flush()
+        try:
+            self.port.write(data)
+            self.port.flush()
+        except Exception as e:
+            lost = _lost(e)
+            if lost is None:
+                raise
+            raise lost from e
+
+
+def _lost(e: Exception) -> PortLost | None:
+    # pyserial's SerialException is an OSError subclass on some versions only
+    if isinstance(e, OSError) or type(e).__name__ in ("SerialException", "PortNotOpenError"):
+        return PortLost(f"{type(e).__name__}: {e}")
+    return None
+
+
+@dataclass
+class Recording:
+    """What `record()` leaves: the link (checker, results, stats) and how it stopped."""
+
+    link: Link
+    port_lost: str | None = None  # the port's error, when the line went away mid-recording
+    signals: list[int] = field(default_factory=list)  # SIGINT/SIGTERM received
 
 
 def record(
@@ -49,25 +91,64 @@ def record(
     baud: int = 115200,
     on_result: Callable[[Frame], None] | None = None,
     stop: Callable[[], bool] | None = None,
-) -> Link:
-    port = open_port(url, baud)
+) -> Recording:
+    """Record until `duration`, `stop()`, Ctrl-C or SIGTERM (a service being stopped), then
+    spend up to `grace` seconds filling the last gaps (a second signal skips that) and end
+    the trace. A port that fails on the way (a cable pulled) ends it at once, with a note.
+    Raises PortError when the port cannot be opened, OSError when the trace cannot be written."""
+    try:
+        port = open_port(url, baud)
+    except Exception as e:  # pyserial: SerialException, ValueError for a bad URL
+        if isinstance(e, (OSError, ValueError)) or type(e).__name__ == "SerialException":
+            raise PortError(f"cannot open {url}: {e}") from e
+        raise
     try:
         header = make_header(table or "unknown", "record", firmware=None, url=url)
-        with TraceWriter(out, header) as writer:
+        with TraceWriter(out, header) as writer, _stop_signals() as signals:
             link = Link(_Port(port), key=key, table=table, writer=writer, on_result=on_result)
+            rec = Recording(link, signals=signals)
             t0 = time.monotonic()
             end = None if duration is None else t0 + duration
             try:
                 while end is None or time.monotonic() < end:
-                    if stop is not None and stop():
+                    if signals or (stop is not None and stop()):
                         break
                     link.poll()
-            except KeyboardInterrupt:
-                pass
-            # Fill what is still missing before closing the trace.
-            t1 = time.monotonic()
-            while not link.complete() and time.monotonic() - t1 < grace:
-                link.poll()
-            return link
+                # Fill what is still missing before closing the trace.
+                t1 = time.monotonic()
+                while not link.complete() and time.monotonic() - t1 < grace:
+                    if len(signals) > 1:
+                        break
+                    link.poll()
+            except PortLost as e:
+                rec.port_lost = str(e)
+                writer.write(
+                    {
+                        "kind": "note",
+                        "t_ms": round(time.time() * 1000, 3),
+                        "text": f"port lost, recording stopped: {rec.port_lost}",
+                    }
+                )
+            return rec
     finally:
         port.close()
+
+
+@contextmanager
+def _stop_signals() -> Iterator[list[int]]:
+    """SIGINT and SIGTERM ask the recording to stop, between two lines: a signal raised as
+    an exception could land inside a trace write, and leave its end record wrong."""
+    got: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield got  # signals go to the main thread only; there the caller's stop() serves
+        return
+
+    def ask(signum: int, frame: object) -> None:
+        got.append(signum)
+
+    old = {sig: signal.signal(sig, ask) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield got
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

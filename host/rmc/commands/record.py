@@ -3,9 +3,12 @@
 URL is a serial device (/dev/ttyACM0) or any pyserial URL, `socket://127.0.0.1:PORT`
 included. Every line is written to the trace as received; every gap is asked again from the
 firmware's journal until it is filled; results are shown in order as they are confirmed.
+Ctrl-C or SIGTERM stops it between two lines, after up to --grace seconds filling the last
+gaps (a second signal skips that); the trace then gets its end record.
 Exit status: 0 complete, 1 frames still missing at the end, lines that failed their
-authentication (the key is not the table's) or no frame heard at all, 2 the port cannot be
-opened.
+authentication (the key is not the table's), no frame heard at all, or the port failed on
+the way (the trace is ended there, with a note), 2 the port cannot be opened or the trace
+cannot be written.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rmc.commands.check import read_key
-    from rmc.record import record
+    from rmc.record import PortError, record
 
     con = Console()
     err = Console(stderr=True)
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         con.print(f"spin {f.fields.get('spin')}: [bold]{f.fields.get('num')}[/bold]")
 
     try:
-        link = record(
+        rec = record(
             args.port,
             out,
             key=key,
@@ -64,11 +67,13 @@ def run(args: argparse.Namespace) -> int:
             baud=args.baud,
             on_result=shown,
         )
-    except Exception as e:  # pyserial raises its own SerialException (an OSError) or ValueError
-        if isinstance(e, (OSError, ValueError)) or type(e).__name__ == "SerialException":
-            err.print(f"[red]rmc record: cannot open {args.port}: {e}[/red]")
-            return 2
-        raise
+    except PortError as e:
+        err.print(f"[red]rmc record: {e}[/red]")
+        return 2
+    except OSError as e:  # the trace file: a bad path, a full disk
+        err.print(f"[red]rmc record: cannot write {out}: {e.strerror or e}[/red]")
+        return 2
+    link = rec.link
     r = link.checker.report()
     con.print(
         f"{out}: {r.valid} frames, {len(link.results)} results, {link.stats.resends_asked} "
@@ -80,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
             "give --key-file to check them[/yellow]"
         )
     problems = _problems(r, link.stats, key is not None)
+    if rec.port_lost:
+        problems.insert(0, f"the port failed, recording stopped: {rec.port_lost}")
     for text in problems:
         err.print(f"[red]rmc record: {text}[/red]")
     missing = link.missing_ranges()
