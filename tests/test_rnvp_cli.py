@@ -210,3 +210,57 @@ def test_a_line_of_fewer_than_4_laps_is_shown_void(tmp_path, capsys) -> None:
     out = " ".join(capsys.readouterr().out.split())
     assert "LATE (void)" in out, out
     assert "taken for void spins (decree: fewer than 4 revolutions) and not called: spin 6" in out
+
+
+def test_the_wheels_drop_period_is_taken_as_the_table_takes_it(tmp_path, capsys) -> None:
+    """--drop-s / --wheel: the prior the board takes from its drop_ms or its wheel.json."""
+    from rmc import HARDWARE_DIR
+    from rmc.rnvp import replay
+    from rmcfw import config
+
+    spins = _wheel_spins(12, noise=0.02)
+    f = _write(tmp_path / "laps.csv", spins)
+    learned = _run_json(capsys, str(f))["spins"]
+    prior = _run_json(capsys, str(f), "--drop-s", "1.2")["spins"]
+    want = [c.as_dict() for c in replay(_read(f), lead_s=1.0, drop_s=1.2)]
+    assert prior == json.loads(json.dumps(want))
+    assert prior != learned  # the option reaches the predictor
+    wheel = HARDWARE_DIR / "wheel.json"
+    drop_s = config.drop_ms_of(json.loads(wheel.read_text())) / 1000
+    by_wheel = _run_json(capsys, str(f), "--wheel", str(wheel))["spins"]
+    assert by_wheel == _run_json(capsys, str(f), "--drop-s", str(drop_s))["spins"]
+    assert main(["rnvp", str(f), "--drop-s", "1.2"]) == 0
+    assert "the wheel's drop period 1.2 s" in " ".join(capsys.readouterr().out.split())
+
+
+def _read(path: Path) -> list[list[float]]:
+    from rmc.rnvp import read_laps
+
+    return read_laps(path)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("--drop-s", "0"), "--drop-s must be above 0"),
+        (("--drop-s", "-1.2"), "--drop-s must be above 0"),
+        (("--drop-s", "6"), "at most 5 seconds"),
+        (("--drop-s", "nan"), "--drop-s must be above 0"),
+        (("--wheel", "missing.json"), "missing.json: No such file"),
+        (("--wheel", "{bad}"), "is not JSON"),
+        (("--wheel", "{}"), "gives no drop period"),
+    ],
+)
+def test_a_bad_drop_prior_is_refused(tmp_path, capsys, args, said) -> None:
+    f = _write(tmp_path / "laps.csv", _wheel_spins(2))
+    opt, value = args
+    if value.startswith("{"):
+        (tmp_path / "w.json").write_text(value)
+        value = str(tmp_path / "w.json")
+    elif value == "missing.json":
+        value = str(tmp_path / value)
+    assert main(["rnvp", str(f), opt, value]) == 2
+    assert said in " ".join(capsys.readouterr().err.split())
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # one or the other
+        main(["rnvp", str(f), "--drop-s", "1.2", "--wheel", "w.json"])

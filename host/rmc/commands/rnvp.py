@@ -1,11 +1,12 @@
-"""`rmc rnvp LAPS.csv [--lead SECONDS | --lead-revs N] [--json]`: the firmware's "rien ne va
-plus" predictor on ball lap times, one spin per line."""
+"""`rmc rnvp LAPS.csv [--lead SECONDS | --lead-revs N] [--drop-s S | --wheel WHEEL.json]
+[--json]`: the firmware's "rien ne va plus" predictor on ball lap times, one spin per line."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -34,8 +35,47 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="call N revolutions before the last pass instead (the table's lead_revs): at the "
         "pass N laps before it, or in the lap that ends there",
     )
+    prior = p.add_mutually_exclusive_group()
+    prior.add_argument(
+        "--drop-s",
+        type=float,
+        metavar="S",
+        help="the wheel's ball period at the drop, as the table's drop_ms (default: none, "
+        "learned from the spins)",
+    )
+    prior.add_argument(
+        "--wheel",
+        metavar="WHEEL.json",
+        help="take --drop-s from a wheel definition's geometry, as the board does at boot",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
+
+
+def _drop_prior(args: argparse.Namespace) -> float:
+    """The drop period prior (s) the options give, 0 for none; ValueError when bad."""
+    from rmcfw import config
+
+    _, most = config.bounds("drop_ms")
+    if args.wheel is not None:
+        try:
+            wheel = json.loads(Path(args.wheel).read_text())
+        except OSError as e:
+            raise ValueError(f"--wheel: cannot read {args.wheel}: {e.strerror or e}") from None
+        except ValueError as e:
+            raise ValueError(f"--wheel: {args.wheel} is not JSON: {e}") from None
+        ms = config.drop_ms_of(wheel)
+        if not ms:
+            raise ValueError(
+                f"--wheel: {args.wheel} gives no drop period (geometry.drop_angle_deg and "
+                "ball_track_radius_m): give --drop-s"
+            )
+        return ms / 1000
+    if args.drop_s is None:
+        return 0.0
+    if not 0 < args.drop_s <= most / 1000:
+        raise ValueError(f"--drop-s must be above 0 and at most {most / 1000:g} seconds")
+    return args.drop_s
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,12 +89,17 @@ def run(args: argparse.Namespace) -> int:
         print("rmc rnvp: --lead-revs must be between 0 and 10", file=sys.stderr)
         return 2
     try:
+        drop_s = _drop_prior(args)
+    except ValueError as e:
+        print(f"rmc rnvp: {e}", file=sys.stderr)
+        return 2
+    try:
         spins = read_laps(args.laps)
     except (OSError, LapsError) as e:
         print(f"rmc rnvp: {args.laps}: {e}", file=sys.stderr)
         return 2
     revs = args.lead_revs
-    calls = replay(spins, lead_s=args.lead, lead_revs=revs)
+    calls = replay(spins, lead_s=args.lead, lead_revs=revs, drop_s=drop_s)
     total = summary(calls)
     if args.json:
         json.dump({"spins": [c.as_dict() for c in calls], "summary": total}, sys.stdout)
@@ -64,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     asked = f"{revs} revolution{'s' * (revs > 1)}" if revs else f"{args.lead:g} s"
-    t = Table(title=f'"Rien ne va plus" on {args.laps} (lead asked {asked})')
+    prior = f", the wheel's drop period {drop_s:g} s" if drop_s else ""
+    t = Table(title=f'"Rien ne va plus" on {args.laps} (lead asked {asked}{prior})')
     for col in ("spin", "laps", "called at s", "predicted drop s", "last pass s", "lead s", ""):
         t.add_column(col, justify="right")
     # lines too short for a valid spin: void, never called
