@@ -264,3 +264,29 @@ def test_a_bad_drop_prior_is_refused(tmp_path, capsys, args, said) -> None:
     capsys.readouterr()
     with pytest.raises(SystemExit):  # one or the other
         main(["rnvp", str(f), "--drop-s", "1.2", "--wheel", "w.json"])
+
+
+def test_the_plot_shows_what_the_summary_says(tmp_path, capsys) -> None:
+    """--plot FILE: the leads against the one asked, to PNG or SVG; its title carries the
+    count within ±0.5 s and the late calls, as the JSON has them."""
+    spins = [*_wheel_spins(20, noise=0.02), [0.6, 0.7, 0.8]]  # ... and a void line
+    f = _write(tmp_path / "laps.csv", spins)
+    svg = tmp_path / "leads.svg"
+    out = _run_json(capsys, str(f), "--plot", str(svg))
+    within = sum(s["lead_s"] is not None and abs(s["lead_s"] - 1.0) <= 0.5 for s in out["spins"])
+    text = svg.read_text()
+    assert f"laps.csv: {within} of 21 spins within ±0.5 s of 1 s" in text
+    assert "void (fewer than 4 laps): 1" in text
+    png = tmp_path / "leads.png"
+    assert main(["rnvp", str(f), "--plot", str(png), "--lead-revs", "1"]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert f"plot: {png}" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_plot_file_of_another_kind_is_refused_before_any_work(tmp_path, capsys) -> None:
+    f = _write(tmp_path / "laps.csv", _wheel_spins(2))
+    assert main(["rnvp", str(f), "--plot", str(tmp_path / "leads.pdf")]) == 2
+    assert "give a .png or .svg file" in capsys.readouterr().err
+    assert not (tmp_path / "leads.pdf").exists()
+    assert main(["rnvp", str(f), "--plot", str(tmp_path / "no" / "dir" / "x.png")]) == 2
+    assert "cannot write" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """`rmc rnvp LAPS.csv [--lead SECONDS | --lead-revs N] [--drop-s S | --wheel WHEEL.json]
-[--json]`: the firmware's "rien ne va plus" predictor on ball lap times, one spin per line."""
+[--plot FILE] [--json]`: the firmware's "rien ne va plus" predictor on ball lap times, one
+spin per line."""
 
 from __future__ import annotations
 
@@ -48,6 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="WHEEL.json",
         help="take --drop-s from a wheel definition's geometry, as the board does at boot",
     )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="draw each spin's lead against the one asked to FILE (.png or .svg)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=run)
 
@@ -90,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         drop_s = _drop_prior(args)
+        if args.plot:
+            from rmc.rnvp_plots import check_path
+
+            check_path(args.plot)
     except ValueError as e:
         print(f"rmc rnvp: {e}", file=sys.stderr)
         return 2
@@ -101,6 +111,14 @@ def run(args: argparse.Namespace) -> int:
     revs = args.lead_revs
     calls = replay(spins, lead_s=args.lead, lead_revs=revs, drop_s=drop_s)
     total = summary(calls)
+    if args.plot:
+        from rmc.rnvp_plots import plot_calls
+
+        try:
+            plot_calls(calls, spins, args.plot, args.lead, revs, MIN_LAPS, Path(args.laps).name)
+        except OSError as e:
+            print(f"rmc rnvp: cannot write {args.plot}: {e.strerror or e}", file=sys.stderr)
+            return 2
     if args.json:
         json.dump({"spins": [c.as_dict() for c in calls], "summary": total}, sys.stdout)
         sys.stdout.write("\n")
@@ -154,6 +172,8 @@ def run(args: argparse.Namespace) -> int:
             "laps of another wheel, learned afresh from there: spin " + ", ".join(changed),
             highlight=False,
         )
+    if args.plot:
+        con.print(f"plot: {args.plot}", highlight=False)
     laps_fitted = [c.spin for c in calls if c.lap_noise]
     if laps_fitted:
         con.print(
