@@ -19,7 +19,7 @@ import machine
 import micropython
 from micropython import const
 
-from rmcfw import channels, commands, edges, frames, journal, numbers, proto, recover, store, table
+from rmcfw import channels, edges, frames, journal, numbers, proto, recover, store, table
 
 if hasattr(micropython, "alloc_emergency_exception_buf"):  # not in every port (WebAssembly)
     micropython.alloc_emergency_exception_buf(100)  # tracebacks from IRQ handlers
@@ -264,26 +264,18 @@ class Board:
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None
         self.journal = journal.Journal((folder + "/" if folder else "") + "journal")
-        prev = self.journal.last()
-        # the frames sent after the last save (a cut between a frame and its save), applied
-        # first: the state, and the boot number, go on from where the journal is
-        self.table.recover(recover.journaled_after(self.journal, self.table.st, self._feed), prev)
-        boot = self.table.st["boot"] + 1  # what start() will make it
-        self.journal.start()
-        # the rotor's channels as they stood when its IRQs started: its first edge then counts
-        # the right way
-        self.table.rotor.seed(*self._rotor_levels)
-        self.encoder = frames.Encoder(_read_text("table.txt", "T01"), boot, key)
-        self.wire = commands.Wire(
-            self.encoder, self.journal, self.send, handler=self.table.handle, key=key
-        )
-        self.wire.ms = time.ticks_ms()
-        self.table.emit = self.wire.emit
-        self.table.seq = self._seq
-        self.table.start(
-            time.ticks_us(),
+        # state and journal read back, then the journal, the wire and BOOT (rmcfw.recover)
+        self.encoder, self.wire = recover.power_up(
+            self.table,
+            self.journal,
+            _read_text("table.txt", "T01"),
+            key,
+            self.send,
+            time.ticks_us,
+            time.ticks_ms,
             self.reset,
-            lambda fw, wh, rs, faults: self.wire.boot(fw, wh, rs, faults, prev),
+            self._rotor_levels,
+            self._feed,
         )
 
         self.wire.room = self._tx_room  # RESENDs served as far as the line takes them
@@ -294,9 +286,6 @@ class Board:
 
     def _no_emit(self, ftype, fields):
         raise RuntimeError("frame before the wire is up")
-
-    def _seq(self):
-        return self.encoder.seq
 
     def _edge_pin(self, spec, ch):
         Pin = machine.Pin

@@ -24,8 +24,7 @@ from rmc import ROOT
 from rmc.checker import Checker
 from rmc.frames import decode
 from rmcfw import channels, config, journal, numbers, proto, recover, store, table, ticks
-from rmcfw.commands import Commander, Wire
-from rmcfw.frames import Encoder
+from rmcfw.commands import Commander
 
 sys.path.insert(0, str(ROOT / "tests" / "fw"))
 from wheelsim import spin_events
@@ -54,23 +53,21 @@ class Bench:
         self.power_up(t0)
 
     def power_up(self, t: int) -> None:
-        """The board's start (board_pico.Board): state, journal read back, BOOT."""
+        """The board's start (board_pico.Board, by rmcfw.recover.power_up), then the sensor
+        levels held across the cut, as the board reads them at power-up."""
         self.now = t
         self.tb = tb = table.Table(WHEEL, self._no_frame, store.Store(self.folder))
         self.journal = journal.Journal(self.folder + "/journal")
-        prev = self.journal.last()
-        tb.recover(recover.journaled_after(self.journal, tb.st), prev)
-        self.journal.start()
-        self.enc = Encoder("T01", tb.st["boot"] + 1)
-        self.wire = Wire(self.enc, self.journal, self.send, handler=tb.handle)
-        tb.emit = self.wire.emit
-        tb.seq = lambda: self.enc.seq
-        tb.rotor.seed(self.levels[channels.ROTOR_A], self.levels[channels.ROTOR_B])
-        self.wire.ms = self.ms()
-        tb.start(
-            ticks.wrap(t),
+        self.enc, self.wire = recover.power_up(
+            tb,
+            self.journal,
+            "T01",
+            None,
+            self.send,
+            lambda: ticks.wrap(t),
+            self.ms,
             "power",
-            lambda fw, wh, rs, faults: self.wire.boot(fw, wh, rs, faults, prev),
+            (self.levels[channels.ROTOR_A], self.levels[channels.ROTOR_B]),
         )
         # the levels held across the cut, as the board reads them at power-up
         for ch in range(channels.POCKETS):

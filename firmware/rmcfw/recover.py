@@ -11,7 +11,10 @@
 # (from the journal) or the values emitted (tests): both read the same way. Frames that change
 # nothing persistent (REV, RNVP, DROP, STAT, ACK ...) are ignored; applying a frame whose
 # effect the state already holds changes nothing.
-from rmcfw import frames, proto, store
+#
+# power_up() is the order a board brings its table up in after any reset: the state and the
+# journal read back, then the journal, the wire and BOOT; board_pico and the tests share it.
+from rmcfw import commands, frames, proto, store
 
 
 def _dir(text):
@@ -132,3 +135,28 @@ def journaled_after(journal, st, tick=None):
         except ValueError:  # FrameError (and CrcError): a line torn by a cut is no frame
             continue
         yield f.type, f.fields
+
+
+def power_up(tb, jr, table_id, key, send, now_us, now_ms, reset, rotor_levels, tick=None):
+    """Bring a table up after a reset, in the only safe order; returns (encoder, wire).
+
+    tb: a rmcfw.table.Table whose emit is not bound yet (it must send nothing before this);
+    jr: its rmcfw.journal.Journal, not started; send(line): the frame line's writer;
+    now_us(), now_ms(): the clocks, read when needed (the journal takes a while to read);
+    reset: "power" or "watchdog"; rotor_levels: (A, B) as the rotor's IRQs started;
+    tick(): called at each journaled frame read back (a board feeds its watchdog)."""
+    prev = jr.last()
+    # the frames sent after the last save (a cut between a frame and its save), applied
+    # first: the state, and the boot number, go on from where the journal is
+    tb.recover(journaled_after(jr, tb.st, tick), prev)
+    jr.start()
+    # the rotor's channels as they stood when its IRQs started: its first edge then counts
+    # the right way
+    tb.rotor.seed(rotor_levels[0], rotor_levels[1])
+    enc = frames.Encoder(table_id, tb.st["boot"] + 1, key)  # the boot start() counts
+    wire = commands.Wire(enc, jr, send, handler=tb.handle, key=key)
+    wire.ms = now_ms()
+    tb.emit = wire.emit
+    tb.seq = lambda: enc.seq
+    tb.start(now_us(), reset, lambda fw, wh, rs, faults: wire.boot(fw, wh, rs, faults, prev))
+    return enc, wire

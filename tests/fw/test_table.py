@@ -682,6 +682,67 @@ def test_a_lost_state_file_takes_its_boot_spin_and_results_from_the_journal():
     assert proto.F_STORAGE in tb.st["faults"] and proto.F_ROTOR in tb.st["faults"]
 
 
+def test_power_up_brings_the_table_back_in_order():
+    # rmcfw.recover.power_up, as board_pico calls it: the journal read back (the watchdog fed
+    # at each frame) before the clock is read and anything is sent; then BOOT, under the boot
+    # number and seq that go on from the journal's, the faults still present with it.
+    from rmcfw import frames, recover
+    from rmcfw.journal import Journal
+
+    d = scratch_dir()
+    j = Journal(d + "/journal")
+    j.start()
+    enc0 = frames.Encoder("T09", 6)
+    for f in (
+        (proto.T_BOOT, ("fw", "x", "wheel", "-", "reset", "power", "faults", "")),
+        (proto.T_SESSION_OPEN, ("chef", "C1", "session", 2)),
+        (proto.T_LAUNCH, ("spin", 7, "rdir", "cw", "bdir", "ccw")),
+        (proto.T_FAULT, ("code", proto.F_ROTOR, "on", 1, "detail", "errors")),
+    ):
+        j.append(bytes(enc0.frame(*f)))
+    j.close()
+    j2 = Journal(d + "/journal")
+    tb = table.Table(WHEEL, Frames(), store.Store(d))
+    ticks_fed = [0]
+    clock_read_after = []
+    sent = []
+
+    def now_us():
+        clock_read_after.append(ticks_fed[0])
+        return 123
+
+    def tick():
+        ticks_fed[0] += 1
+
+    enc, wire = recover.power_up(
+        tb,
+        j2,
+        "T09",
+        None,
+        lambda line: sent.append(bytes(line)),
+        now_us,
+        lambda: 5,
+        "watchdog",
+        (1, 0),
+        tick,
+    )
+    assert ticks_fed[0] == 4  # one tick per journaled frame read back
+    assert clock_read_after == [4]  # the clock read once the journal was
+    assert tb.st["boot"] == 7 and enc.boot == 7 and tb.st["spin"] == 7
+    boot = frames.decode(sent[0])
+    assert boot.type == proto.T_BOOT and boot.boot == 7 and boot.table == "T09"
+    assert boot.fields["reset"] == "watchdog"
+    assert tb.seq() == enc.seq and wire.ms == 5
+    rest = [frames.decode(x) for x in sent[1:]]
+    assert {f.fields["code"] for f in rest if f.type == proto.T_FAULT} == {
+        proto.F_ROTOR,
+        proto.F_WATCHDOG,
+    }
+    # the new frames went to the journal, after the old ones
+    j2.close()
+    assert [frames.decode(x).boot for x in Journal(d + "/journal").frames(7, 1)] == [7] * len(sent)
+
+
 def test_the_boot_is_counted_on_flash_before_it_is_announced():
     # A cut right after BOOT went out: the next power-up must not announce the same boot.
     power = _Power()
