@@ -647,27 +647,45 @@ def test_the_frames_after_the_last_save_are_read_back_from_the_journal():
     assert t
 
 
+def _journal_of(d, table_id, boot, spin, session, more=()):
+    """A closed journal in d: a boot's BOOT, SOPEN, a LAUNCH of `spin` and a rotor FAULT,
+    then the frames `more`, as a board that lost its power left it."""
+    from rmcfw import frames
+    from rmcfw.journal import Journal
+
+    j = Journal(d + "/journal")
+    j.start()
+    enc = frames.Encoder(table_id, boot)
+    lines = [
+        (proto.T_BOOT, ("fw", "x", "wheel", "-", "reset", "power", "faults", "")),
+        (proto.T_SESSION_OPEN, ("chef", "C1", "session", session)),
+        (proto.T_LAUNCH, ("spin", spin, "rdir", "cw", "bdir", "ccw")),
+        (proto.T_FAULT, ("code", proto.F_ROTOR, "on", 1, "detail", "errors")),
+    ]
+    for line in lines + list(more):  # (MicroPython has no *unpacking in a display)
+        j.append(bytes(enc.frame(*line)))
+    j.close()
+
+
 def test_a_lost_state_file_takes_its_boot_spin_and_results_from_the_journal():
     # A state file refused at power-up (damaged): the whole journal is applied, and the boot
     # number continues from the journal's, so no (boot, seq) and no spin number is reused.
-    from rmcfw import frames, recover
+    from rmcfw import recover
     from rmcfw.journal import Journal
 
     d = scratch_dir()
-    j = Journal(d + "/journal")
-    j.start()
-    enc = frames.Encoder("T01", 3)
-    for line in (
-        (proto.T_BOOT, ("fw", "x", "wheel", "-", "reset", "power", "faults", "")),
-        (proto.T_SESSION_OPEN, ("chef", "C1", "session", 4)),
-        (proto.T_LAUNCH, ("spin", 40, "rdir", "cw", "bdir", "ccw")),
-        (proto.T_RESULT, ("spin", 40, "num", "00", "colour", "vert")),
-        (proto.T_FAULT, ("code", proto.F_ROTOR, "on", 1, "detail", "errors")),
-        # later spins whose LAUNCH frames were trimmed: their numbers still count
-        (proto.T_STATUS, ("state", "bets", "spin", 45, "rotor_ms", 0, "rdir", "-", "lid", 0)),
-    ):
-        j.append(bytes(enc.frame(*line)))
-    j.close()
+    _journal_of(
+        d,
+        "T01",
+        3,
+        40,
+        4,
+        (
+            (proto.T_RESULT, ("spin", 40, "num", "00", "colour", "vert")),
+            # later spins whose LAUNCH frames were trimmed: their numbers still count
+            (proto.T_STATUS, ("state", "bets", "spin", 45, "rotor_ms", 0, "rdir", "-", "lid", 0)),
+        ),
+    )
     with open(d + "/" + store.DAT, "w") as f:
         f.write("{garbled")
     j2 = Journal(d + "/journal")
@@ -690,17 +708,7 @@ def test_power_up_brings_the_table_back_in_order():
     from rmcfw.journal import Journal
 
     d = scratch_dir()
-    j = Journal(d + "/journal")
-    j.start()
-    enc0 = frames.Encoder("T09", 6)
-    for f in (
-        (proto.T_BOOT, ("fw", "x", "wheel", "-", "reset", "power", "faults", "")),
-        (proto.T_SESSION_OPEN, ("chef", "C1", "session", 2)),
-        (proto.T_LAUNCH, ("spin", 7, "rdir", "cw", "bdir", "ccw")),
-        (proto.T_FAULT, ("code", proto.F_ROTOR, "on", 1, "detail", "errors")),
-    ):
-        j.append(bytes(enc0.frame(*f)))
-    j.close()
+    _journal_of(d, "T09", 6, 7, 2)
     j2 = Journal(d + "/journal")
     tb = table.Table(WHEEL, Frames(), store.Store(d))
     ticks_fed = [0]
