@@ -122,6 +122,9 @@ def test_a_second_wheel_is_shown(tmp_path, capsys) -> None:
         ("0.6,0.7,1e9\n", "lap 3 is 1e9"),
         ("0.6,,0.7\n", "lap 2 is empty"),  # a lap missing, not a lap less
         ("600,700,800\n", "lap 1 is 600 (milliseconds?)"),
+        ("0,61;0,65;0,70\n", "separated by semicolons and decimal commas"),
+        ("0.61;0.65;0.70\n", "separated by semicolons: write them"),
+        ("0.61\t0.65\t0.70\n", "separated by tabs"),
     ],
 )
 def test_bad_lines_are_refused_with_their_number(tmp_path, capsys, text) -> None:
@@ -290,3 +293,21 @@ def test_a_plot_file_of_another_kind_is_refused_before_any_work(tmp_path, capsys
     assert not (tmp_path / "leads.pdf").exists()
     assert main(["rnvp", str(f), "--plot", str(tmp_path / "no" / "dir" / "x.png")]) == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        # a first line of numbers that another separator joined: no header to skip, and no
+        # file of "0 spins" (it was exit 0)
+        ("0.61;0.65;0.70;0.78\n0.60;0.66;0.72;0.80\n", "line 1: laps separated by semicolons"),
+        ("0.61\t0.65\t0.70\t0.78\n", "line 1: laps separated by tabs"),
+        ("", "no spin in the file"),
+        ("# clocked by hand\n\nlap 1,lap 2\n", "no spin in the file"),
+    ],
+)
+def test_a_file_that_gives_no_spin_is_refused(tmp_path, capsys, text, why) -> None:
+    f = tmp_path / "laps.csv"
+    f.write_text(text)
+    assert main(["rnvp", str(f), "--json"]) == 2
+    assert why in capsys.readouterr().err

@@ -56,13 +56,16 @@ def read_laps(path: str | Path) -> list[list[float]]:
 
     Blank lines and lines starting with # are skipped, and so is a header: a first line
     none of whose fields is a number (a spreadsheet's column names). Any other field that
-    is not a number refuses the file: a lap left out would move every pass after it."""
+    is not a number refuses the file: a lap left out would move every pass after it. So do
+    laps separated by semicolons or tabs (a spreadsheet's export in a locale with decimal
+    commas: "0,61;0,65" is not two laps) and a file without any spin."""
     spins = []
     first = True
     for n, line in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
+        _other_separator(n, line)
         fields = [x.strip() for x in line.split(",")]
         while fields and not fields[-1]:
             fields.pop()  # a spreadsheet's trailing empty cells
@@ -89,7 +92,23 @@ def read_laps(path: str | Path) -> list[list[float]]:
                 )
             laps.append(lap)
         spins.append(laps)
+    if not spins:
+        raise LapsError("no spin in the file: one spin a line, its lap times in seconds")
     return spins
+
+
+def _other_separator(n: int, line: str) -> None:
+    """LapsError for a line of numbers separated by semicolons or tabs: split at its commas
+    it would read as other laps (decimal commas) or as a header, and be skipped."""
+    for sep, name in ((";", "semicolons"), ("\t", "tabs")):
+        cells = [x.strip() for x in line.split(sep) if x.strip()]
+        if len(cells) < 2 or not any(_number(x.replace(",", ".")) for x in cells):
+            continue
+        decimal = " and decimal commas" if any("," in x for x in cells) else ""
+        raise LapsError(
+            f"line {n}: laps separated by {name}{decimal}: write them in seconds with a "
+            "decimal point, separated by commas (0.61,0.65,0.70)"
+        )
 
 
 def _number(x: str) -> bool:
