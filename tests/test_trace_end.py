@@ -30,8 +30,9 @@ def test_a_whole_trace_reads_without_error_and_keeps_its_end_apart(tmp_path):
     t = parse_trace(data)
     assert t.errors == [] and t.end == end
     assert [r["kind"] for r in t.records] == ["frame"] * 3 + ["note"]
-    # line endings changed by a copy (CRLF) or blank lines carry no content
+    # line endings changed by a copy (CRLF), or blank lines, carry no content
     assert parse_trace(data.replace(b"\n", b"\r\n")).errors == []
+    assert parse_trace(data.replace(b"\n", b"\n\n", 2) + b"\n  \n").errors == []
 
 
 @pytest.mark.parametrize(

@@ -131,21 +131,25 @@ def parse_trace(data: bytes) -> Trace:
     records: list[dict[str, Any]] = []
     errors: list[str] = []
     end: dict[str, Any] | None = None
-    digest = hashlib.sha256()  # of the lines before the end record, as the writer counts
+    # the count and digest of the lines before the end record, as the writer made them
+    # (it writes no blank line: one carries nothing, and is not counted)
+    digest = hashlib.sha256()
     lines = 0
+    last = 0  # the last line that holds anything
     after_end = 0
     for n, raw in enumerate(data.splitlines(), 1):
+        if not raw.strip():
+            continue
+        last = n
         if end is None:
             # the digest of the lines before this one, should it be the end record
             before = digest.hexdigest() if b'"end"' in raw else ""
             digest.update(raw + b"\n")
             lines += 1
-        elif raw.strip():
+        else:
             after_end += 1
             if after_end == 1:
                 errors.append(f"line {n}: records after the end record")
-        if not raw.strip():
-            continue
         try:
             obj = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
@@ -181,7 +185,7 @@ def parse_trace(data: bytes) -> Trace:
         raise TraceError("empty trace")
     if end is None:
         errors.append(
-            f"no end record after line {lines}: the recording stopped without closing the "
+            f"no end record after line {last}: the recording stopped without closing the "
             "trace (recorder killed, host power lost, or copied while written); what came "
             "after that line is not in the file"
         )
@@ -200,7 +204,7 @@ def _end_errors(n: int, end: dict[str, Any], lines: int, sha256: str) -> list[st
     if want_lines != lines:
         return [
             f"line {n}: the end record counts {want_lines} lines before it, the file holds "
-            f"{lines}: lines were lost or added after writing"
+            f"{lines} (blank ones aside): lines were lost or added after writing"
         ]
     if want_sha != sha256:
         return [
