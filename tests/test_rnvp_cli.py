@@ -271,7 +271,7 @@ def test_a_bad_drop_prior_is_refused(tmp_path, capsys, args, said) -> None:
 
 def test_the_plot_shows_what_the_summary_says(tmp_path, capsys) -> None:
     """--plot FILE: the leads against the one asked, to PNG or SVG; its title carries the
-    count within ±0.5 s and the late calls, as the JSON has them."""
+    count within ±0.5 s that the JSON gives, and the void lines are marked apart."""
     spins = [*_wheel_spins(20, noise=0.02), [0.6, 0.7, 0.8]]  # ... and a void line
     f = _write(tmp_path / "laps.csv", spins)
     svg = tmp_path / "leads.svg"

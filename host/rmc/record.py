@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +78,6 @@ class Recording:
 
     link: Link
     port_lost: str | None = None  # the port's error, when the line went away mid-recording
-    signals: list[int] = field(default_factory=list)  # SIGINT/SIGTERM received
 
 
 def record(
@@ -106,7 +105,7 @@ def record(
         header = make_header(table or "unknown", "record", firmware=None, url=url)
         with TraceWriter(out, header) as writer, _stop_signals() as signals:
             link = Link(_Port(port), key=key, table=table, writer=writer, on_result=on_result)
-            rec = Recording(link, signals=signals)
+            rec = Recording(link)
             t0 = time.monotonic()
             end = None if duration is None else t0 + duration
             try:

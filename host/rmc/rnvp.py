@@ -161,6 +161,17 @@ def revs_aimed(call: SpinCall, laps: list[float], revs: int) -> bool:
     return revs <= after <= revs + 1
 
 
+TOLERANCE_S = 0.5  # the issue's: a lead within ±0.5 s of the one asked
+
+
+def on_target(call: SpinCall, laps: list[float], lead_s: float, revs: int = 0) -> bool:
+    """The call came where it was asked: `revs` laps before the last pass (revs_aimed), or,
+    for a lead in seconds, within TOLERANCE_S of `lead_s` before it."""
+    if revs:
+        return revs_aimed(call, laps, revs)
+    return call.lead_s is not None and abs(call.lead_s - lead_s) <= TOLERANCE_S
+
+
 def summary(calls: list[SpinCall]) -> dict:
     leads = [c.lead_s for c in calls if c.lead_s is not None]
     return {

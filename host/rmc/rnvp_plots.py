@@ -12,10 +12,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from rmc.rnvp import SpinCall, revs_aimed
+from rmc.rnvp import TOLERANCE_S, SpinCall, on_target
 
 FORMATS = (".png", ".svg")
-TOLERANCE_S = 0.5  # the issue's: within ±0.5 s of the lead asked
 GOOD, BAD, LATE, VOID = "#2e7d32", "#c62828", "#b71c1c", "#9e9e9e"
 
 
@@ -42,11 +41,10 @@ def plot_calls(
     path = check_path(path)
     n = len(calls)
     void = [len(laps) < min_laps for laps in spins]
+    ok = [on_target(c, laps, lead_s, lead_revs) for c, laps in zip(calls, spins, strict=True)]
     if lead_revs:
-        ok = [revs_aimed(c, laps, lead_revs) for c, laps in zip(calls, spins, strict=True)]
         aim = f"{lead_revs} revolution{'s' * (lead_revs > 1)} before the last pass"
     else:
-        ok = [c.lead_s is not None and abs(c.lead_s - lead_s) <= TOLERANCE_S for c in calls]
         aim = f"within ±{TOLERANCE_S:g} s of {lead_s:g} s"
     hit = sum(ok)
     late = sum(c.late and not v for c, v in zip(calls, void, strict=True))

@@ -85,7 +85,7 @@ def _drop_prior(args: argparse.Namespace) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rmc.rnvp import LapsError, read_laps, replay, revs_aimed, summary
+    from rmc.rnvp import TOLERANCE_S, LapsError, on_target, read_laps, replay, summary
     from rmcfw.rnvp import MIN_LAPS  # the decree's fewest revolutions of a valid spin
 
     if not 0 <= args.lead <= 10:
@@ -150,12 +150,11 @@ def run(args: argparse.Namespace) -> int:
         )
     con = Console()
     con.print(t)
+    aimed = sum(on_target(c, laps, args.lead, revs) for c, laps in zip(calls, spins, strict=True))
     if revs:
-        aimed = sum(1 for c, laps in zip(calls, spins, strict=True) if revs_aimed(c, laps, revs))
         hit = f"{aimed} called {revs} revolution{'s' * (revs > 1)} before the last pass"
     else:
-        within = sum(1 for c in calls if c.lead_s is not None and abs(c.lead_s - args.lead) <= 0.5)
-        hit = f"{within} within ±0.5 s of the lead asked"
+        hit = f"{aimed} within ±{TOLERANCE_S:g} s of the lead asked"
     con.print(
         f"{total['spins']} spins, {total['called']} called, {total['late']} late, "
         f"median lead {_f(total['median_lead_s'])} s, {hit}"
