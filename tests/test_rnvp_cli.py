@@ -311,3 +311,49 @@ def test_a_file_that_gives_no_spin_is_refused(tmp_path, capsys, text, why) -> No
     f.write_text(text)
     assert main(["rnvp", str(f), "--json"]) == 2
     assert why in capsys.readouterr().err
+
+
+def test_copies_of_spins_are_told_and_left_out_with_distinct(tmp_path, capsys) -> None:
+    """A file whose lines repeat a spin, or cut one short (a data set built to ask "how long
+    is left?" at every lap), is no file of spins of their own: said, and --distinct replays
+    only the spins of their own, under their line's number."""
+    spins = _wheel_spins(8)
+    a, b = spins[1], spins[2]
+    lines = [*spins, a[:-2], b, a[:2]]
+    f = _write(tmp_path / "laps.csv", lines)
+    whole = _run_json(capsys, str(f))
+    assert whole["summary"]["spins"] == 11  # the interface's figures: every line, as given
+    main(["rnvp", str(f), "--json"])
+    err = capsys.readouterr().err
+    assert "3 of 11 lines are copies of another spin, 2 of them cut short" in err
+    assert f"spin 9 is the first {len(a) - 2} laps of spin 2" in err
+    assert "--distinct leaves them out" in err
+    out = _run_json(capsys, str(f), "--distinct")
+    assert [s["spin"] for s in out["spins"]] == list(range(1, 9))
+    alone = _run_json(capsys, str(_write(tmp_path / "own.csv", spins)))
+    assert out["spins"] == alone["spins"]  # the copies taught the predictor nothing either
+    assert "copies" not in capsys.readouterr().err
+
+
+def test_copies_are_counted_from_two_laps() -> None:
+    from rmc.rnvp import Copy, copies
+
+    spins = [[0.61, 0.65, 0.7, 0.8], [0.61], [0.61, 0.65], [0.62, 0.65, 0.7, 0.8]]
+    # a single lap the same to the millisecond is chance; two are a copy
+    assert copies(spins) == [Copy(3, 1, 2)]
+    assert copies([[0.6, 0.7, 0.8, 0.9]] * 3) == [Copy(2, 1, 0), Copy(3, 1, 0)]
+
+
+def test_a_file_of_laps_newest_first(tmp_path, capsys) -> None:
+    """Laps written newest first (some clocking tools do) read as a ball that speeds up:
+    said; --newest-first reads each line backwards."""
+    spins = _wheel_spins(10)
+    f = _write(tmp_path / "laps.csv", spins)
+    back = _write(tmp_path / "back.csv", [laps[::-1] for laps in spins])
+    main(["rnvp", str(back), "--json"])
+    assert "try with --newest-first" in capsys.readouterr().err
+    out = _run_json(capsys, str(back), "--newest-first")
+    assert "newest first" not in capsys.readouterr().err
+    assert out == _run_json(capsys, str(f))
+    main(["rnvp", str(f), "--newest-first", "--json"])
+    assert "try without --newest-first" in capsys.readouterr().err

@@ -97,6 +97,53 @@ def read_laps(path: str | Path) -> list[list[float]]:
     return spins
 
 
+@dataclass
+class Copy:
+    """A line that is not a spin of its own: the same laps as `of` (a spin number, 1-based),
+    whole (`cut` 0) or with its last `cut` laps left out."""
+
+    spin: int
+    of: int
+    cut: int
+
+
+def copies(spins: list[list[float]]) -> list[Copy]:
+    """The lines that repeat another spin, or are the start of a longer one (the same laps,
+    the last ones cut off). Such a file is not one of spins of their own (a data set built to
+    ask "how long is left?" at every lap, say): each copy ends its spin earlier on the very
+    laps another line goes on with, so no predictor can be both early enough for the copy
+    and near enough for the whole spin. Clocked laps agree to the millisecond by chance only
+    over a lap or two: a copy is counted from 2 laps."""
+    whole = {}  # laps -> the first spin that has them whole
+    starts = {}  # the first k laps of a spin -> that spin, the longest one
+    for i, laps in enumerate(spins, 1):
+        key = tuple(laps)
+        whole.setdefault(key, i)
+        for k in range(2, len(laps)):
+            j = starts.get(key[:k])
+            if j is None or len(spins[j - 1]) < len(laps):
+                starts[key[:k]] = i
+    out = []
+    for i, laps in enumerate(spins, 1):
+        if len(laps) < 2:
+            continue
+        key = tuple(laps)
+        j = starts.get(key)
+        if j is not None:
+            out.append(Copy(i, j, len(spins[j - 1]) - len(laps)))
+        elif whole[key] != i:
+            out.append(Copy(i, whole[key], 0))
+    return out
+
+
+def newest_first(spins: list[list[float]]) -> bool:
+    """Most spins of 4 laps or more get faster lap after lap: the file most likely holds each
+    spin's laps newest first (a ball only slows on the track)."""
+    long = [laps for laps in spins if len(laps) >= 4]
+    faster = sum(laps[-1] < laps[0] for laps in long)
+    return bool(long) and faster * 2 > len(long)
+
+
 def _other_separator(n: int, line: str) -> None:
     """LapsError for a line of numbers separated by semicolons or tabs: split at its commas
     it would read as other laps (decimal commas) or as a header, and be skipped."""

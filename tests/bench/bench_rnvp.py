@@ -18,11 +18,17 @@ of several tables would give them: each wheel's spins in turn, and all of them s
 the simulator's wheels of other drop speeds, one file each and in turn; and each spin in a
 file of its own (a predictor that has learned nothing).
 Also the predictor's cost per ball pass, under CPython and MicroPython.
+
+Real lap data is not in the project: RMC_REAL_LAPS=FILE adds a table for a LAPS.csv file of
+one's own (lines newest lap first are turned round), as given, its spins of 4 laps or more,
+and its spins of their own (copies, whole or cut short, left out: `rmc rnvp --distinct`).
+Reported, not gated.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -37,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fw"))
 
 import lapgen  # noqa: E402
 
-from rmc.rnvp import replay, revs_aimed  # noqa: E402
+from rmc.rnvp import copies, newest_first, read_laps, replay, revs_aimed  # noqa: E402
 from rmc.sim.physics import Params  # noqa: E402
 from rmc.sim.session import simulate_laps  # noqa: E402
 
@@ -148,6 +154,22 @@ def mixed_datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
         out.append((f"rmc.sim, 8 wheels in turn, {label}", [(spins, {})]))
         out.append((f"rmc.sim, 8 wheels, each spin alone, {label}", alone(spins)))
     return out
+
+
+def real_datasets(path: str) -> list[tuple[str, list[tuple[list, dict]]]]:
+    """A real LAPS.csv file (RMC_REAL_LAPS): as given, its spins of 4 laps or more, and
+    its spins of their own."""
+    spins = read_laps(path)
+    if newest_first(spins):
+        spins = [laps[::-1] for laps in spins]
+    out = {c.spin for c in copies(spins)}
+    own = [laps for i, laps in enumerate(spins, 1) if i not in out]
+    return [
+        ("every line, as given", [(spins, {})]),
+        ("its lines of 4 laps or more", [([sp for sp in spins if len(sp) >= 4], {})]),
+        (f"its spins of their own ({len(out)} copies left out)", [(own, {})]),
+        ("... of 4 laps or more", [([sp for sp in own if len(sp) >= 4], {})]),
+    ]
 
 
 def alone(spins: list) -> list[tuple[list, dict]]:
@@ -294,6 +316,11 @@ def main() -> int:
     t, late_other = other_leads(rows)
     con.print(t)
     late_total += late_other
+    real = os.environ.get("RMC_REAL_LAPS")
+    if real:
+        # reported, not gated: whatever the file holds
+        t, _ = table(f"Real lap data: {Path(real).name}", real_datasets(real), rows)
+        con.print(t)
     cp = per_pass_cpython()
     mp = per_pass_micropython()
     con.print(

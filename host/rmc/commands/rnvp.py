@@ -1,6 +1,6 @@
 """`rmc rnvp LAPS.csv [--lead SECONDS | --lead-revs N] [--drop-s S | --wheel WHEEL.json]
-[--plot FILE] [--json]`: the firmware's "rien ne va plus" predictor on ball lap times, one
-spin per line."""
+[--newest-first] [--distinct] [--plot FILE] [--json]`: the firmware's "rien ne va plus"
+predictor on ball lap times, one spin per line."""
 
 from __future__ import annotations
 
@@ -48,6 +48,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--wheel",
         metavar="WHEEL.json",
         help="take --drop-s from a wheel definition's geometry, as the board does at boot",
+    )
+    p.add_argument(
+        "--newest-first",
+        action="store_true",
+        help="each line holds its laps newest first (the last lap before the drop first), "
+        "as some clocking tools write them: read it backwards",
+    )
+    p.add_argument(
+        "--distinct",
+        action="store_true",
+        help="replay only the spins of their own: leave out the lines that repeat another "
+        "spin or are the start of a longer one (cut copies)",
     )
     p.add_argument(
         "--plot",
@@ -108,8 +120,13 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, LapsError) as e:
         print(f"rmc rnvp: {args.laps}: {e}", file=sys.stderr)
         return 2
+    if args.newest_first:
+        spins = [laps[::-1] for laps in spins]
+    numbers, spins = _what_to_replay(spins, args)
     revs = args.lead_revs
     calls = replay(spins, lead_s=args.lead, lead_revs=revs, drop_s=drop_s)
+    for c, n in zip(calls, numbers, strict=True):
+        c.spin = n  # the line's own spin number, with --distinct too
     total = summary(calls)
     if args.plot:
         from rmc.rnvp_plots import plot_calls
@@ -181,6 +198,41 @@ def run(args: argparse.Namespace) -> int:
             highlight=False,
         )
     return 0
+
+
+def _what_to_replay(spins: list[list[float]], args: argparse.Namespace):
+    """(the spins' numbers in the file, the spins) to replay; warns on stderr of a file that
+    reads newest lap first or holds copies of spins, which no predictor can be scored on."""
+    from rmc.rnvp import copies, newest_first
+
+    if newest_first(spins):
+        again = "without" if args.newest_first else "with"
+        print(
+            "rmc rnvp: warning: most spins get faster lap after lap, as if each line held its "
+            f"laps newest first: try {again} --newest-first",
+            file=sys.stderr,
+        )
+    found = copies(spins)
+    if found:
+        cut = sum(c.cut > 0 for c in found)
+        c = found[0]
+        if c.cut:
+            e = f"spin {c.spin} is the first {len(spins[c.spin - 1])} laps of spin {c.of}"
+        else:
+            e = f"spin {c.spin} repeats spin {c.of}"
+        print(
+            f"rmc rnvp: warning: {len(found)} of {len(spins)} lines are copies of another "
+            f"spin, {cut} of them cut short ({e}): a copy that ends where another line goes "
+            "on is no spin of its own, and no call can be on time for both"
+            + ("; left out (--distinct)" if args.distinct else "; --distinct leaves them out"),
+            file=sys.stderr,
+        )
+    numbers = list(range(1, len(spins) + 1))
+    if args.distinct and found:
+        out = {c.spin for c in found}
+        numbers = [n for n in numbers if n not in out]
+        spins = [spins[n - 1] for n in numbers]
+    return numbers, spins
 
 
 def _f(x: float | None) -> str:
