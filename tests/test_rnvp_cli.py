@@ -333,6 +333,10 @@ def test_copies_of_spins_are_told_and_left_out_with_distinct(tmp_path, capsys) -
     alone = _run_json(capsys, str(_write(tmp_path / "own.csv", spins)))
     assert out["spins"] == alone["spins"]  # the copies taught the predictor nothing either
     assert "copies" not in capsys.readouterr().err
+    main(["rnvp", str(_write(tmp_path / "twice.csv", spins + spins[:3])), "--json"])
+    err = capsys.readouterr().err  # repeats alone: whole spins again, none cut short
+    assert "3 of 11 lines are copies of another spin, 0 of them cut short" in err
+    assert "spin 9 repeats spin 1" in err and "on time" not in err
 
 
 def test_copies_are_counted_from_two_laps() -> None:

@@ -220,10 +220,15 @@ def _what_to_replay(spins: list[list[float]], args: argparse.Namespace):
             e = f"spin {c.spin} is the first {len(spins[c.spin - 1])} laps of spin {c.of}"
         else:
             e = f"spin {c.spin} repeats spin {c.of}"
+        why = (
+            ": a copy that ends where another line goes on is no spin of its own, and no call "
+            "can be on time for both"
+            if cut
+            else ""
+        )
         print(
             f"rmc rnvp: warning: {len(found)} of {len(spins)} lines are copies of another "
-            f"spin, {cut} of them cut short ({e}): a copy that ends where another line goes "
-            "on is no spin of its own, and no call can be on time for both"
+            f"spin, {cut} of them cut short ({e}){why}"
             + ("; left out (--distinct)" if args.distinct else "; --distinct leaves them out"),
             file=sys.stderr,
         )
