@@ -319,7 +319,7 @@ def test_copies_of_spins_are_told_and_left_out_with_distinct(tmp_path, capsys) -
     only the spins of their own, under their line's number."""
     spins = _wheel_spins(8)
     a, b = spins[1], spins[2]
-    lines = [*spins, a[:-2], b, a[:2]]
+    lines = [*spins, a[:-2], b, a[:5]]
     f = _write(tmp_path / "laps.csv", lines)
     whole = _run_json(capsys, str(f))
     assert whole["summary"]["spins"] == 11  # the interface's figures: every line, as given
@@ -339,13 +339,21 @@ def test_copies_of_spins_are_told_and_left_out_with_distinct(tmp_path, capsys) -
     assert "spin 9 repeats spin 1" in err and "on time" not in err
 
 
-def test_copies_are_counted_from_two_laps() -> None:
-    from rmc.rnvp import Copy, copies
+def test_copies_are_told_from_chance_by_the_clock() -> None:
+    """Spins agree lap for lap by chance over a few laps of a coarse clock: a copy holds 4
+    laps on a millisecond clock, 6 on a 10 ms one, and none is looked for on video frames."""
+    from rmc.rnvp import Copy, clock_grid, copies
 
-    spins = [[0.61, 0.65, 0.7, 0.8], [0.61], [0.61, 0.65], [0.62, 0.65, 0.7, 0.8]]
-    # a single lap the same to the millisecond is chance; two are a copy
-    assert copies(spins) == [Copy(3, 1, 2)]
-    assert copies([[0.6, 0.7, 0.8, 0.9]] * 3) == [Copy(2, 1, 0), Copy(3, 1, 0)]
+    ms = [[0.612, 0.651, 0.702, 0.803, 0.9], [0.612, 0.651, 0.702], [0.612, 0.651, 0.702, 0.803]]
+    assert clock_grid(ms) == 0.0
+    assert copies(ms) == [Copy(3, 1, 1)]  # 3 laps alike may be chance; 4 are a copy
+    assert copies([[0.6123, 0.7, 0.8, 0.9]] * 3) == [Copy(2, 1, 0), Copy(3, 1, 0)]
+    cs = [[0.61, 0.65, 0.7, 0.8, 0.9, 1.0, 1.2], [0.61, 0.65, 0.7, 0.8, 0.9], [0.61] + [0.65] * 5]
+    assert clock_grid(cs) == 0.01
+    assert copies([*cs, cs[0][:6]]) == [Copy(4, 1, 1)]  # 6 laps, not 5
+    frames = [[k / 25 for k in (11, 12, 13, 15)], [k / 25 for k in (11, 12, 13, 15, 17, 20)]]
+    assert clock_grid(frames) == 0.04
+    assert copies(frames + frames) == []  # 25 fps: spins of 4-6 laps agree by chance
 
 
 def test_a_file_of_laps_newest_first(tmp_path, capsys) -> None:

@@ -112,20 +112,24 @@ def copies(spins: list[list[float]]) -> list[Copy]:
     the last ones cut off). Such a file is not one of spins of their own (a data set built to
     ask "how long is left?" at every lap, say): each copy ends its spin earlier on the very
     laps another line goes on with, so no predictor can be both early enough for the copy
-    and near enough for the whole spin. Clocked laps agree to the millisecond by chance only
-    over a lap or two: a copy is counted from 2 laps."""
+    and near enough for the whole spin. Spins agree lap for lap by chance only over a few
+    laps of a fine clock: a copy holds copy_laps(spins) laps at least, and none is looked for
+    on a coarse grid (video frames)."""
+    least = copy_laps(spins)
+    if least is None:
+        return []
     whole = {}  # laps -> the first spin that has them whole
     starts = {}  # the first k laps of a spin -> that spin, the longest one
     for i, laps in enumerate(spins, 1):
         key = tuple(laps)
         whole.setdefault(key, i)
-        for k in range(2, len(laps)):
+        for k in range(least, len(laps)):
             j = starts.get(key[:k])
             if j is None or len(spins[j - 1]) < len(laps):
                 starts[key[:k]] = i
     out = []
     for i, laps in enumerate(spins, 1):
-        if len(laps) < 2:
+        if len(laps) < least:
             continue
         key = tuple(laps)
         j = starts.get(key)
@@ -134,6 +138,31 @@ def copies(spins: list[list[float]]) -> list[Copy]:
         elif whole[key] != i:
             out.append(Copy(i, whole[key], 0))
     return out
+
+
+# the clock grids a lap file may be on (s), coarsest first: 1/30 and 1/25 s are video frames
+_GRIDS = (0.1, 0.05, 0.04, 1 / 30, 0.02, 0.01, 0.005)
+
+
+def clock_grid(spins: list[list[float]]) -> float:
+    """The coarsest grid all laps lie on (to half a millisecond, as printed), 0 for a clock
+    of a millisecond or finer."""
+    laps = [x for spin in spins for x in spin]
+    for step in _GRIDS:
+        tol = min(0.0006, step / 10)
+        if all(abs(x - round(x / step) * step) <= tol for x in laps):
+            return step
+    return 0.0
+
+
+def copy_laps(spins: list[list[float]]) -> int | None:
+    """The fewest laps a line must share with another to be taken for a copy, by the clock's
+    grid: 4 on a millisecond clock, 6 on one of 5-10 ms (two spins' laps then agree by chance
+    about once in 20), None on a coarser grid, where spins agree by chance too often to tell."""
+    grid = clock_grid(spins)
+    if grid == 0.0:
+        return 4
+    return 6 if grid < 0.015 else None
 
 
 def newest_first(spins: list[list[float]]) -> bool:

@@ -21,7 +21,7 @@ Also the predictor's cost per ball pass, under CPython and MicroPython.
 
 Real lap data is not in the project: RMC_REAL_LAPS=FILE adds a table for a LAPS.csv file of
 one's own (lines newest lap first are turned round), as given, its spins of 4 laps or more,
-and its spins of their own (copies, whole or cut short, left out: `rmc rnvp --distinct`).
+and without the lines that copy a spin, whole or cut short (`rmc rnvp --distinct`).
 Reported, not gated.
 """
 
@@ -167,8 +167,8 @@ def real_datasets(path: str) -> list[tuple[str, list[tuple[list, dict]]]]:
     return [
         ("every line, as given", [(spins, {})]),
         ("its lines of 4 laps or more", [([sp for sp in spins if len(sp) >= 4], {})]),
-        (f"its spins of their own ({len(out)} copies left out)", [(own, {})]),
-        ("... of 4 laps or more", [([sp for sp in own if len(sp) >= 4], {})]),
+        (f"without the {len(out)} copies of spins", [(own, {})]),
+        ("without the copies, 4 laps or more", [([sp for sp in own if len(sp) >= 4], {})]),
     ]
 
 
