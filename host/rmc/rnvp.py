@@ -157,8 +157,8 @@ def clock_grid(spins: list[list[float]]) -> float:
 
 def copy_laps(spins: list[list[float]]) -> int | None:
     """The fewest laps a line must share with another to be taken for a copy, by the clock's
-    grid: 4 on a millisecond clock, 6 on one of 5-10 ms (two spins' laps then agree by chance
-    about once in 20), None on a coarser grid, where spins agree by chance too often to tell."""
+    grid: 4 on a millisecond clock, 6 on one of 5-10 ms (a lap of two spins then agrees by
+    chance about once in 20), None on a coarser grid, where spins agree too often to tell."""
     grid = clock_grid(spins)
     if grid == 0.0:
         return 4

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fw"))
 
 import lapgen  # noqa: E402
 
-from rmc.rnvp import copies, newest_first, read_laps, replay, revs_aimed  # noqa: E402
+from rmc.rnvp import LapsError, copies, newest_first, read_laps, replay, revs_aimed  # noqa: E402
 from rmc.sim.physics import Params  # noqa: E402
 from rmc.sim.session import simulate_laps  # noqa: E402
 
@@ -157,8 +157,9 @@ def mixed_datasets() -> list[tuple[str, list[tuple[list, dict]]]]:
 
 
 def real_datasets(path: str) -> list[tuple[str, list[tuple[list, dict]]]]:
-    """A real LAPS.csv file (RMC_REAL_LAPS): as given, its spins of 4 laps or more, and
-    its spins of their own."""
+    """A real LAPS.csv file (RMC_REAL_LAPS): as given, its lines of 4 laps or more, and the
+    same without the lines that copy a spin (rmc.rnvp.copies); LapsError or OSError for a
+    file that cannot be read as lap times."""
     spins = read_laps(path)
     if newest_first(spins):
         spins = [laps[::-1] for laps in spins]
@@ -300,6 +301,14 @@ def per_pass_micropython() -> float | None:
 
 
 def main() -> int:
+    real = os.environ.get("RMC_REAL_LAPS")
+    real_sets = []
+    if real:  # read first: a file that cannot be read stops the bench before its long work
+        try:
+            real_sets = real_datasets(real)
+        except (OSError, LapsError) as e:
+            Console(stderr=True).print(f"RMC_REAL_LAPS: {real}: {e}", highlight=False)
+            return 2
     rows: dict = {}
     con = Console()
     t, late_total = table(
@@ -316,10 +325,9 @@ def main() -> int:
     t, late_other = other_leads(rows)
     con.print(t)
     late_total += late_other
-    real = os.environ.get("RMC_REAL_LAPS")
-    if real:
+    if real_sets:
         # reported, not gated: whatever the file holds
-        t, _ = table(f"Real lap data: {Path(real).name}", real_datasets(real), rows)
+        t, _ = table(f"Real lap data: {Path(real).name}", real_sets, rows)
         con.print(t)
     cp = per_pass_cpython()
     mp = per_pass_micropython()
