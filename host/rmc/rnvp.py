@@ -140,6 +140,13 @@ def copies(spins: list[list[float]]) -> list[Copy]:
     return out
 
 
+def distinct(spins: list[list[float]], found: list[Copy]) -> tuple[list[int], list[list[float]]]:
+    """(their numbers in the file, the spins) without the copies `found` (copies(spins))."""
+    out = {c.spin for c in found}
+    numbers = [n for n in range(1, len(spins) + 1) if n not in out]
+    return numbers, [spins[n - 1] for n in numbers]
+
+
 # the clock grids a lap file may be on (s), coarsest first: 1/30 and 1/25 s are video frames
 _GRIDS = (0.1, 0.05, 0.04, 1 / 30, 0.02, 0.01, 0.005)
 

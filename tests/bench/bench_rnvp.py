@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fw"))
 
 import lapgen  # noqa: E402
 
-from rmc.rnvp import LapsError, copies, newest_first, read_laps, replay, revs_aimed  # noqa: E402
+from rmc.rnvp import LapsError, copies, distinct, newest_first, on_target, read_laps, replay  # noqa: E402
 from rmc.sim.physics import Params  # noqa: E402
 from rmc.sim.session import simulate_laps  # noqa: E402
 
@@ -79,8 +79,10 @@ def score(files: list[tuple[list, dict]]) -> tuple[int, int, int, int, int]:
     """(spins, within, late, spins after warm-up, within after warm-up)."""
     n = within = late = n_w = within_w = 0
     for spins, options in files:
-        for i, c in enumerate(replay(spins, lead_s=LEAD, **options)):
-            ok = not c.late and abs(c.lead_s - LEAD) <= 0.5
+        for i, (laps, c) in enumerate(
+            zip(spins, replay(spins, lead_s=LEAD, **options), strict=True)
+        ):
+            ok = on_target(c, laps, LEAD)
             n += 1
             within += ok
             late += c.late
@@ -163,12 +165,12 @@ def real_datasets(path: str) -> list[tuple[str, list[tuple[list, dict]]]]:
     spins = read_laps(path)
     if newest_first(spins):
         spins = [laps[::-1] for laps in spins]
-    out = {c.spin for c in copies(spins)}
-    own = [laps for i, laps in enumerate(spins, 1) if i not in out]
+    found = copies(spins)
+    _, own = distinct(spins, found)
     return [
         ("every line, as given", [(spins, {})]),
         ("its lines of 4 laps or more", [([sp for sp in spins if len(sp) >= 4], {})]),
-        (f"without the {len(out)} copies of spins", [(own, {})]),
+        (f"without the {len(found)} copies of spins", [(own, {})]),
         ("without the copies, 4 laps or more", [([sp for sp in own if len(sp) >= 4], {})]),
     ]
 
@@ -222,10 +224,7 @@ def other_leads(rows: dict) -> tuple[Table, int]:
                 ):
                     n += 1
                     late += c.late
-                    if revs:
-                        hit += revs_aimed(c, laps, revs)
-                    else:
-                        hit += not c.late and abs(c.lead_s - lead_s) <= 0.5
+                    hit += on_target(c, laps, lead_s, revs)
             asked = f"{revs} rev" if revs else f"{lead_s:g} s"
             rows[f"{label}, lead {asked}"] = {"spins": n, "late": late, "aimed": hit}
             late_total += late

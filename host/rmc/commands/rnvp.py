@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
 def _what_to_replay(spins: list[list[float]], args: argparse.Namespace):
     """(the spins' numbers in the file, the spins) to replay; warns on stderr of a file that
     reads newest lap first or holds copies of spins, which no predictor can be scored on."""
-    from rmc.rnvp import copies, newest_first
+    from rmc.rnvp import copies, distinct, newest_first
 
     if newest_first(spins):
         again = "without" if args.newest_first else "with"
@@ -232,12 +232,9 @@ def _what_to_replay(spins: list[list[float]], args: argparse.Namespace):
             + ("; left out (--distinct)" if args.distinct else "; --distinct leaves them out"),
             file=sys.stderr,
         )
-    numbers = list(range(1, len(spins) + 1))
-    if args.distinct and found:
-        out = {c.spin for c in found}
-        numbers = [n for n in numbers if n not in out]
-        spins = [spins[n - 1] for n in numbers]
-    return numbers, spins
+    if args.distinct:
+        return distinct(spins, found)
+    return list(range(1, len(spins) + 1)), spins
 
 
 def _f(x: float | None) -> str:
