@@ -20,7 +20,7 @@ from rmc.bets import PLAQUE, VALEUR
 from rmc.demo import bets as demobets
 from rmc.demo import report
 from rmc.demo.deploy import firmware_modules
-from rmc.demo.run import DemoConfig, DemoRun, HostTable, drain, wire
+from rmc.demo.run import DemoConfig, DemoRun, HostTable, _launch_shifts, drain, wire
 from rmc.demo.session import (
     DemoSessionError,
     default_scenarios,
@@ -266,3 +266,23 @@ def test_rnvp_stats_count_late_calls():
     )
     r = report.rnvp_stats(cmp)
     assert r.spins == 2 and r.late == [2] and r.leads_s == [1.0, -0.5]
+
+
+def test_a_segment_is_set_right_by_its_launches_however_far_its_feed_played():
+    """A feed's edges play some way before the base the board reports (35-210 ms seen): each
+    segment's frames are shifted by the median distance of its LAUNCH frames to the ball's
+    first passes, a 210 ms one too (a fixed 200 ms bound left it unshifted, and its spins'
+    frames in their neighbours' windows); a LAUNCH far from every launch is not counted."""
+    edges = [12_000_000, 37_000_000, 61_000_000, 88_000_000]
+    launch = b"$1,T01,1,7,14751,LAUNCH,spin=1,rdir=cw,bdir=ccw*68d01235"
+    other = b"$1,T01,1,8,14751,STAT,state=track,spin=1*00000000"
+    placed = [
+        (0, edges[0] + 35_000, launch),
+        (0, edges[0] + 900_000, other),
+        (1, edges[1] + 209_000, launch),
+        (1, edges[2] + 211_000, launch),
+        (1, edges[3] + 210_000, launch),
+        (2, edges[3] + 14_000_000, launch),  # half a gap from any launch: not one of them
+    ]
+    assert _launch_shifts(placed, edges) == {0: 35_000, 1: 210_000}
+    assert _launch_shifts(placed, []) == {}

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import queue
 import statistics
 import time
@@ -469,11 +470,10 @@ def _trace_times(
     mapping, `VirtualRig.virtual_times`); from there, the segment fed last before it gives
     the session time (frames during an idle wait take the next command's instant).
 
-    Measured at speed 0, the edges of a feed play 10-40 ms before the `base_us` the board
-    reports for it (constant within a feed), so each segment is set right by its LAUNCH
-    frames: a LAUNCH is sent within a millisecond of the ball's first pass after the release
-    (`launch_edges`, from the simulator's edges), the median difference is that segment's
-    offset. Segments without a launch keep their reported base."""
+    Measured at speed 0, the edges of a feed play before the `base_us` the board reports for
+    it, by an amount constant within a feed but not from run to run (35, 145 and 210 ms
+    seen on a busy machine), so each segment is set right by its LAUNCH frames
+    (_launch_shifts). Segments without a launch keep their reported base."""
     virtual = VirtualRig(vb).virtual_times(received, 0.0, 0.0, 0.0)
     placed: list[tuple[int, float, bytes]] = []  # (segment, session us, line)
     for v_ms, line in virtual:
@@ -483,14 +483,7 @@ def _trace_times(
             if v_us >= base:
                 k, t_us = i, t0 + (v_us - base)
         placed.append((k, t_us, line))
-    offsets: dict[int, list[float]] = {}
-    for k, t_us, line in placed:
-        if b",LAUNCH," not in line or not launch_edges:
-            continue
-        edge = min(launch_edges, key=lambda e: abs(e - t_us))
-        if abs(edge - t_us) < 200_000:
-            offsets.setdefault(k, []).append(t_us - edge)
-    shift = {k: statistics.median(v) for k, v in offsets.items()}
+    shift = _launch_shifts(placed, launch_edges)
     out = []
     for k, t_us, line in placed:
         t_us -= shift.get(k, 0.0)
@@ -498,6 +491,30 @@ def _trace_times(
             t_us = min(t_us, bases[k + 1][0])
         out.append((t_us / 1000, line))
     return out
+
+
+def _launch_shifts(
+    placed: list[tuple[int, float, bytes]], launch_edges: list[int]
+) -> dict[int, float]:
+    """Per segment, how far (us) its frames stand from the session's clock: a LAUNCH is sent
+    within a millisecond of the ball's first pass after the release (`launch_edges`, from the
+    simulator's edges), so the median of its LAUNCH frames' distances to the nearest such
+    edge. Launches are tens of seconds apart: a LAUNCH less than half the closest two apart
+    from an edge can only be that edge's (a fixed 200 ms bound here missed a feed 210 ms
+    off, and left its spins' frames in the neighbours' windows)."""
+    if not launch_edges:
+        return {}
+    edges = sorted(launch_edges)
+    gaps = [b - a for a, b in itertools.pairwise(edges)]
+    reach = min(gaps) / 2 if gaps else 1_000_000
+    offsets: dict[int, list[float]] = {}
+    for k, t_us, line in placed:
+        if b",LAUNCH," not in line:
+            continue
+        edge = min(edges, key=lambda e: abs(e - t_us))
+        if abs(edge - t_us) < reach:
+            offsets.setdefault(k, []).append(t_us - edge)
+    return {k: statistics.median(v) for k, v in offsets.items()}
 
 
 def launch_edges(session: Session) -> list[int]:
