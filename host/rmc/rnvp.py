@@ -11,10 +11,11 @@ video) or on each lap (laps clocked one by one), and fits the pass or the lap ti
 
 from __future__ import annotations
 
+import bisect
 import math
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmcfw import rnvp, ticks
@@ -145,6 +146,75 @@ def distinct(spins: list[list[float]], found: list[Copy]) -> tuple[list[int], li
     out = {c.spin for c in found}
     numbers = [n for n in range(1, len(spins) + 1) if n not in out]
     return numbers, [spins[n - 1] for n in numbers]
+
+
+def ceiling(spins: list[list[float]], lead_s: float, tolerance_s: float = 0.5) -> int:
+    """The most lines any predictor could call within tolerance_s of lead_s before the last
+    pass with none late (a call after the last pass, or none): its bound on this file.
+
+    A predictor sees only the laps so far, so lines that share their first laps are told
+    apart only when they part: until then each gets the same call. A line that ends where
+    another goes on (a copy cut short, or two short spins alike on a coarse clock) must be
+    called before its own end, which may be far too early for the longer one. On lines that
+    all differ from their first lap it is every line. Times are on replay's microsecond grid,
+    so that laps alike give passes alike."""
+    root = _Node(0)
+    for laps in spins:
+        node = root
+        t = 0
+        for lap in laps:
+            us = round(lap * 1e6)
+            t += us
+            node = node.children.setdefault(us, _Node(t))
+        node.ends += 1
+    lo = round((lead_s - tolerance_s) * 1e6)
+    hi = round((lead_s + tolerance_s) * 1e6)
+    # children before parents, without recursion (a line may hold any number of laps)
+    order = [root]
+    for node in order:
+        order.extend(node.children.values())
+    for node in reversed(order):
+        _best(node, lo, hi)
+    return root.best
+
+
+@dataclass
+class _Node:
+    """The lines that share their laps up to the pass at t (us from the first pass)."""
+
+    t: int
+    ends: int = 0  # lines whose last pass this is
+    children: dict = field(default_factory=dict)  # the next lap (us) -> node
+    best: int = 0  # set by _best
+    last: list = field(default_factory=list)  # ... and the last passes of its lines, sorted
+
+
+def _best(node: _Node, lo: int, hi: int) -> None:
+    """node.best: the most lines below node within [lo, hi] of the lead, called no earlier
+    than its pass and none late (its children's already set); node.last."""
+    kids = sorted(node.children.values(), key=lambda c: c.t)
+    below = [(c.best, c.last) for c in kids]
+    node.last = sorted([node.t] * node.ends + [e for _, es in below for e in es])
+    for c in kids:
+        c.last = []  # only the parent needs them
+    if node.ends:
+        node.best = 0  # uncalled here, a line ending here is late: a call came before
+        return
+    # a deadline x: the lines whose next pass comes after x are called at x; the others go
+    # on uncalled. For x from one next pass to the next, the best x puts an edge of the
+    # window [x + lo, x + hi] on a last pass, or is at an end of the interval.
+    best = sum(b for b, _ in below)  # no call before any next pass
+    called: list[int] = []
+    for j in range(len(kids) - 1, -1, -1):
+        called = sorted(called + below[j][1])
+        start = kids[j - 1].t if j else node.t
+        stop = kids[j].t  # a pass at the deadline comes first: x < stop
+        gone = sum(b for b, _ in below[:j])
+        for x in [start, stop - 1] + [e - d for e in called for d in (lo, hi)]:
+            if start <= x < stop:
+                n = bisect.bisect_right(called, x + hi) - bisect.bisect_left(called, x + lo)
+                best = max(best, gone + n)
+    node.best = best
 
 
 # the clock grids a lap file may be on (s), coarsest first: 1/30 and 1/25 s are video frames

@@ -23,6 +23,9 @@ Real lap data is not in the project: RMC_REAL_LAPS=FILE adds a table for a LAPS.
 one's own (lines newest lap first are turned round), as given, its spins of 4 laps or more,
 and without the lines that copy a spin, whole or cut short (`rmc rnvp --distinct`).
 Reported, not gated.
+Its rows also give the file's bound (`rmc.rnvp.ceiling`): the most spins any predictor
+could call within ±0.5 s with none late, lines that share their first laps being called
+alike until they part (every spin, on files whose lines all differ from their first lap).
 """
 
 from __future__ import annotations
@@ -43,7 +46,16 @@ sys.path.insert(0, str(ROOT / "tests" / "fw"))
 
 import lapgen  # noqa: E402
 
-from rmc.rnvp import LapsError, copies, distinct, newest_first, on_target, read_laps, replay  # noqa: E402
+from rmc.rnvp import (  # noqa: E402
+    LapsError,
+    ceiling,
+    copies,
+    distinct,
+    newest_first,
+    on_target,
+    read_laps,
+    replay,
+)
 from rmc.sim.physics import Params  # noqa: E402
 from rmc.sim.session import simulate_laps  # noqa: E402
 
@@ -180,22 +192,31 @@ def alone(spins: list) -> list[tuple[list, dict]]:
     return [([sp], {}) for sp in spins]
 
 
-def table(title: str, sets, rows: dict) -> tuple[Table, int]:
+def table(title: str, sets, rows: dict, bound: bool = False) -> tuple[Table, int]:
+    """The sets' scores; with bound, each set's ceiling (any predictor) beside them: the
+    generated sets' lines all differ from their first lap, so theirs is every spin."""
     t = Table(title=title)
-    for col in ("data", "spins", "late", "within ±0.5 s", "after 4 spins"):
+    cols = ("data", "spins", "late", "within ±0.5 s", "after 4 spins")
+    for col in cols + (("any predictor",) if bound else ()):
         t.add_column(col, justify="right" if col != "data" else "left")
     late_total = 0
     for label, files in sets:
         n, within, late, n_w, within_w = score(files)
         late_total += late
         rows[label] = {"spins": n, "late": late, "within": within, "within_after_warmup": within_w}
-        t.add_row(
+        cells = [
             label,
             str(n),
             str(late),
             f"{within} ({100 * within / n:.0f} %)",
             f"{within_w}/{n_w} ({100 * within_w / n_w:.0f} %)" if n_w else "-",
-        )
+        ]
+        if bound:
+            # lines sharing their first laps get one call: the most any predictor could have
+            cap = sum(ceiling(spins, LEAD) for spins, _ in files)
+            rows[label]["ceiling"] = cap
+            cells.append(f"{cap} ({100 * cap / n:.0f} %)")
+        t.add_row(*cells)
     return t, late_total
 
 
@@ -326,7 +347,7 @@ def main() -> int:
     late_total += late_other
     if real_sets:
         # reported, not gated: whatever the file holds
-        t, _ = table(f"Real lap data: {Path(real).name}", real_sets, rows)
+        t, _ = table(f"Real lap data: {Path(real).name}", real_sets, rows, bound=True)
         con.print(t)
     cp = per_pass_cpython()
     mp = per_pass_micropython()

@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         spins = [laps[::-1] for laps in spins]
     numbers, spins = _what_to_replay(spins, args)
     revs = args.lead_revs
+    cap = None if revs else _ceiling(spins, args.lead, TOLERANCE_S)
     calls = replay(spins, lead_s=args.lead, lead_revs=revs, drop_s=drop_s)
     for c, n in zip(calls, numbers, strict=True):
         c.spin = n  # the line's own spin number, with --distinct too
@@ -172,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
         hit = f"{aimed} called {revs} revolution{'s' * (revs > 1)} before the last pass"
     else:
         hit = f"{aimed} within ±{TOLERANCE_S:g} s of the lead asked"
+        if cap is not None:
+            hit += f" (any predictor: at most {cap})"
     con.print(
         f"{total['spins']} spins, {total['called']} called, {total['late']} late, "
         f"median lead {_f(total['median_lead_s'])} s, {hit}"
@@ -198,6 +201,24 @@ def run(args: argparse.Namespace) -> int:
             highlight=False,
         )
     return 0
+
+
+def _ceiling(spins: list[list[float]], lead: float, tolerance: float) -> int | None:
+    """The file's bound (rmc.rnvp.ceiling), warned of on stderr when some lines cannot be
+    called on time by any predictor; None when it is every line."""
+    from rmc.rnvp import ceiling
+
+    cap = ceiling(spins, lead, tolerance)
+    if cap == len(spins):
+        return None
+    print(
+        f"rmc rnvp: warning: at most {cap} of {len(spins)} lines can be called within "
+        f"±{tolerance:g} s of the lead with none late, by any predictor: lines that share "
+        "their first laps get the same call until they part, and one that ends first must "
+        "be called before it does",
+        file=sys.stderr,
+    )
+    return cap
 
 
 def _what_to_replay(spins: list[list[float]], args: argparse.Namespace):
