@@ -64,6 +64,11 @@ def test_a_copy_cut_short_costs_a_line_when_its_last_lap_is_long() -> None:
     assert ceiling([spin, spin], 1.0) == 2
     # laps that differ from the first one on: each line has its own call
     assert ceiling([spin, [0.61, *spin[1:-1]]], 1.0) == 2
+    # not a copy, but alike over the laps where its call is due: one call for both
+    alike = [0.5] * 8
+    assert ceiling([[*alike, 1.2], [*alike, 1.6, 1.9]], 1.0) == 1
+    # ... while lines that part before then each get their own
+    assert ceiling([[*alike, 1.0, 1.2], [*alike, 1.6, 1.9]], 1.0) == 2
     # a line of any length (no recursion limit): a copy 0.5 s short, both on time
     assert ceiling([[0.5] * 3000, [0.5] * 2999], 1.0) == 2
 

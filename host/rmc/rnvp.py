@@ -155,8 +155,9 @@ def ceiling(spins: list[list[float]], lead_s: float, tolerance_s: float = 0.5) -
     A predictor sees only the laps so far, so lines that share their first laps are told
     apart only when they part: until then each gets the same call. A line that ends where
     another goes on (a copy cut short, or two short spins alike on a coarse clock) must be
-    called before its own end, which may be far too early for the longer one. On lines that
-    all differ from their first lap it is every line. Times are on replay's microsecond grid,
+    called before its own end, which may be far too early for the longer one. Where every
+    line has parted from the others by the time its call is due (lead_s + tolerance_s
+    before its end), it is every line. Times are on replay's microsecond grid,
     so that laps alike give passes alike."""
     root = _Node(0)
     for laps in spins:

@@ -25,7 +25,8 @@ and without the lines that copy a spin, whole or cut short (`rmc rnvp --distinct
 Reported, not gated.
 Its rows also give the file's bound (`rmc.rnvp.ceiling`): the most spins any predictor
 could call within ±0.5 s with none late, lines that share their first laps being called
-alike until they part (every spin, on files whose lines all differ from their first lap).
+alike until they part (every spin on the generated sets, whose lines part before their
+calls are due).
 """
 
 from __future__ import annotations
@@ -193,8 +194,8 @@ def alone(spins: list) -> list[tuple[list, dict]]:
 
 
 def table(title: str, sets, rows: dict, bound: bool = False) -> tuple[Table, int]:
-    """The sets' scores; with bound, each set's ceiling (any predictor) beside them: the
-    generated sets' lines all differ from their first lap, so theirs is every spin."""
+    """The sets' scores; with bound, each set's ceiling (any predictor) beside them. The
+    generated sets' is every spin (each line parts from the others before its call is due)."""
     t = Table(title=title)
     cols = ("data", "spins", "late", "within ±0.5 s", "after 4 spins")
     for col in cols + (("any predictor",) if bound else ()):
