@@ -12,6 +12,7 @@ video) or on each lap (laps clocked one by one), and fits the pass or the lap ti
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 import statistics
 from collections.abc import Iterable
@@ -157,16 +158,13 @@ def ceiling(spins: list[list[float]], lead_s: float, tolerance_s: float = 0.5) -
     another goes on (a copy cut short, or two short spins alike on a coarse clock) must be
     called before its own end, which may be far too early for the longer one. Where every
     line has parted from the others by the time its call is due (lead_s + tolerance_s
-    before its end), it is every line. Times are on replay's microsecond grid,
-    so that laps alike give passes alike."""
+    before its end), it is every line. Times are replay's (pass_times_us)."""
     root = _Node(0)
     for laps in spins:
         node = root
-        t = 0
-        for lap in laps:
-            us = round(lap * 1e6)
-            t += us
-            node = node.children.setdefault(us, _Node(t))
+        passes = pass_times_us(laps)
+        for a, b in itertools.pairwise(passes):
+            node = node.children.setdefault(b - a, _Node(b))
         node.ends += 1
     lo = round((lead_s - tolerance_s) * 1e6)
     hi = round((lead_s + tolerance_s) * 1e6)
@@ -204,13 +202,13 @@ def _best(node: _Node, lo: int, hi: int) -> None:
     # a deadline x: the lines whose next pass comes after x are called at x; the others go
     # on uncalled. For x from one next pass to the next, the best x puts an edge of the
     # window [x + lo, x + hi] on a last pass, or is at an end of the interval.
-    best = sum(b for b, _ in below)  # no call before any next pass
+    gone = best = sum(b for b, _ in below)  # no call before any next pass
     called: list[int] = []
     for j in range(len(kids) - 1, -1, -1):
         called = sorted(called + below[j][1])
+        gone -= below[j][0]  # ... the lines of kids[:j], whose passes came first
         start = kids[j - 1].t if j else node.t
         stop = kids[j].t  # a pass at the deadline comes first: x < stop
-        gone = sum(b for b, _ in below[:j])
         for x in [start, stop - 1] + [e - d for e in called for d in (lo, hi)]:
             if start <= x < stop:
                 n = bisect.bisect_right(called, x + hi) - bisect.bisect_left(called, x + lo)
@@ -273,14 +271,21 @@ def _number(x: str) -> bool:
     return True
 
 
+def pass_times_us(laps: list[float]) -> list[int]:
+    """The ball's passes (us from the first) after laps of these seconds: replay's clock,
+    on which laps alike give passes alike."""
+    passes = [0]
+    for lap in laps:
+        passes.append(passes[-1] + round(lap * 1e6))
+    return passes
+
+
 def replay(spins: Iterable[list[float]], lead_s: float = 1.0, **options) -> list[SpinCall]:
     """Run the predictor over the spins in order (it learns from each)."""
     p = rnvp.Predictor(lead_s=lead_s, **options)
     out = []
     for i, laps in enumerate(spins, 1):
-        passes = [0]
-        for lap in laps:
-            passes.append(passes[-1] + round(lap * 1e6))
+        passes = pass_times_us(laps)
         p.reset(0)
         lap_noise = p.lap_noise  # the noise's kind the earlier spins told
         call = drop = why = None
