@@ -176,18 +176,38 @@ def test_pulsegen_output_sets_static_levels():
 # --- player ---
 
 
+class StepClock(Clock):
+    """A clock that moves only when the player waits: each wait lands exactly on its instant
+    (plus `late_s`), whatever the machine's load."""
+
+    def __init__(self, late_s: float = 0.0) -> None:
+        super().__init__()
+        self.t = 100.0
+        self.late_s = late_s
+        self.waits: list[float] = []
+
+    def now(self) -> float:
+        return self.t
+
+    def wait_until(self, t, idle=None) -> None:
+        self.waits.append(t)
+        self.t = max(self.t, t + self.late_s)
+
+
 def test_player_drives_levels_at_their_instants():
     rec = RecordingOutput(frozenset({"lid", "pocket:0", "pocket:1"}))
-    player = Player({ln: rec for ln in rec.channels}, LEVELS, Clock(spin_us=500), speed=1)
+    clock = StepClock(late_s=0.0005)
+    player = Player({ln: rec for ln in rec.channels}, LEVELS, clock, speed=2)
     edges = [Edge(0, "lid", 1), Edge(20_000, "pocket:0", 1), Edge(20_000, "pocket:1", 1)]
     called = []
-    stats = player.play(edges, actions=[(10_000, lambda: called.append(time.perf_counter()))])
+    stats = player.play(edges, actions=[(10_000, lambda: called.append(clock.now()))])
     assert rec.log == [("lid", 0, 0), ("pocket:0", 1, 1), ("pocket:1", 1, 1)]
     assert rec.flushes == 2  # one flush per instant, both pockets together
     assert stats.edges == 3 and stats.instants == 2
-    s = stats.lateness.summary()
-    assert 0 <= s["max_us"] < 5000
-    assert len(called) == 1 and called[0] - stats.t0 == pytest.approx(0.010, abs=0.005)
+    # instants at t0 + t_us / speed: 0, 5 ms (the action), 10 ms; each wait 0.5 ms late
+    assert [round((w - stats.t0) * 1e6) for w in clock.waits] == [0, 5000, 10000]
+    assert stats.lateness.summary()["max_us"] == pytest.approx(500, abs=1)
+    assert len(called) == 1 and called[0] - stats.t0 == pytest.approx(0.0055, abs=1e-6)
     with pytest.raises(RigError, match="no backend drives ball_a"):
         player.play([Edge(0, "ball_a", 1)])
     with pytest.raises(ValueError):
@@ -241,7 +261,11 @@ def _frames(spec):
 
 def _board(rnvp1=20.2, res1="17", void2="same_dir", fault=True, rnvp3=79.0, extra=()):
     spec = [
-        (0.1, proto.T_BOOT, ("fw", "x", "wheel", "0", "reset", "power", "faults", "", "prev", "-")),
+        (
+            0.1,
+            proto.T_BOOT,
+            ("fw", "x", "wheel", "0", "reset", "power", "faults", "", "prev", "3:120"),
+        ),
         (11.0, proto.T_LAUNCH, ("spin", 41, "rdir", "cw", "bdir", "ccw")),
         (rnvp1, proto.T_RNVP, ("spin", 41, "drop_ms", 1, "lead_ms", 1, "why", "fit")),
         (21.6, proto.T_DROP, ("spin", 41, "revs", 14)),
@@ -432,6 +456,7 @@ def test_a_whole_run_against_a_scripted_board(tmp_path):
     enc = Encoder("T01", 1)
     spec = [
         (0.0, proto.T_BOOT, ("fw", "x", "wheel", "0", "reset", "power", "faults", "", "prev", "-")),
+        (0.03, proto.T_SESSION_OPEN, ("chef", "rig", "session", 1)),  # its answer to OPEN
         (0.06, proto.T_LAUNCH, ("spin", 1, "rdir", "cw", "bdir", "ccw")),
         (0.25, proto.T_RNVP, ("spin", 1, "drop_ms", 1, "lead_ms", 1, "why", "fit")),
         (0.41, proto.T_RESULT, result_fields(1, "17")),
@@ -457,10 +482,10 @@ def test_a_whole_run_against_a_scripted_board(tmp_path):
     assert b",OPEN,chef=rig*" in board.written  # the session command, at its instant
     recorded = [json.loads(x) for x in (tmp_path / "run.jsonl").read_text().splitlines()]
     assert recorded[0]["source"] == "rig" and recorded[0]["rig"]["ok"] is True
-    assert sum(r["kind"] == "frame" for r in recorded) == 4
+    assert sum(r["kind"] == "frame" for r in recorded) == 5
     cmd = [r for r in recorded if r["kind"] == "command"]
     assert len(cmd) == 1 and ",OPEN," in cmd[0]["line"]
-    assert 19 <= cmd[0]["tx_ms"] < 500  # sent at its instant (20 ms), never before
+    assert cmd[0]["tx_ms"] >= 19  # at its instant (20 ms), never before
 
 
 def test_reader_asks_status_when_the_table_is_known_before_any_frame():
@@ -496,8 +521,9 @@ def test_reader_asks_status_when_the_table_is_known_before_any_frame():
         cmd = decode(board.written.splitlines()[0])
         assert (cmd.table, cmd.boot, cmd.type) == ("T07", 0, proto.C_STATUS)
         r.send(proto.C_OPEN, ("chef", "c1"))  # now addressed to the board's boot
-        cmd = decode(board.written.splitlines()[1])
-        assert (cmd.boot, cmd.type, cmd.fields["chef"]) == (3, proto.C_OPEN, "c1")
+        # (the link may also have asked STATUS again meanwhile, on a slow machine)
+        opens = [c for c in map(decode, board.written.splitlines()) if c.type == proto.C_OPEN]
+        assert [(c.boot, c.fields["chef"]) for c in opens] == [(3, "c1")]
     finally:
         r.stop()
     r = FrameReader(Board()).start()

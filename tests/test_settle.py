@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from rmc import layout
 from rmc.bets import Bet, BetsError, load_bets, parse_bets
-from rmc.limits import Table
+from rmc.limits import Table, TableError
+from rmc.money import round_to_unit
 from rmc.settle import Book, ResultError, announce_result, settle
 from rmcfw import numbers
 
@@ -204,18 +205,37 @@ def test_markers_colour_chips() -> None:
         ),
         (
             {"player": "A", "type": "plein", "numbers": ["17"], "stake": "2.001"},
-            "multiple of the table's unit",
+            "has 3 decimals, more than the currency's 2",
         ),
-        ({"player": "A", "type": "plein", "numbers": ["17"], "stake": "abc"}, "not a decimal"),
+        (
+            {"player": "A", "type": "plein", "numbers": ["17"], "stake": "abc"},
+            "not a plain decimal",
+        ),
         ({"player": "A", "type": "plein", "numbers": ["17"], "stake": "0"}, "not positive"),
-        ({"player": "A", "type": "plein", "numbers": ["17"], "stake": "NaN"}, "not a finite"),
-        ({"player": "A", "type": "plein", "numbers": ["17"], "stake": "Infinity"}, "not a finite"),
+        (
+            {"player": "A", "type": "plein", "numbers": ["17"], "stake": "NaN"},
+            "not a plain decimal",
+        ),
+        (
+            {"player": "A", "type": "plein", "numbers": ["17"], "stake": "Infinity"},
+            "not a plain decimal",
+        ),
         ({"player": "A", "type": "plein", "numbers": ["17"], "stake": True}, "decimal string"),
         ({"player": "A", "type": "plein", "numbers": ["17"]}, "'stake' is missing"),
+        # Already-decoded documents (a trace's bets) are held to the same spelling.
+        (
+            {"player": "A", "type": "plein", "numbers": ["17"], "stake": Decimal("1E+1")},
+            "has an exponent",
+        ),
+        ({"player": "A", "type": "plein", "numbers": ["17"], "stake": 10.5}, "decimal string"),
+        ({"player": "A", "type": "plein", "numbers": [17], "stake": "10"}, "as strings"),
         ({"player": "", "type": "rouge", "stake": "10"}, "'player'"),
         ({"player": "A", "type": "rouge", "stake": "10", "chip": "euro"}, "unknown chip"),
         ({"player": "A", "type": "rouge", "stake": "10", "exception": "yes"}, "true or false"),
-        ({"player": "A", "type": "rouge", "stake": "10", "colour": "red"}, "unknown field"),
+        (
+            {"player": "A", "type": "rouge", "stake": "10", "colour": "red"},
+            "unknown field(s) 'colour'",
+        ),
         ("plein 17", "a bet is a JSON object"),
     ],
 )
@@ -252,21 +272,6 @@ def test_unknown_result() -> None:
         settle([], "37")
     with pytest.raises(ResultError):
         settle([], "O")
-
-
-def test_half_cents_stay_exact(tmp_path) -> None:
-    custom = tmp_path / "t.toml"
-    text = TABLE_TEXT.replace('min = "5"', 'min = "0.01"')
-    custom.write_text(text)
-    table = Table.load(custom)
-    (bet,) = parse_bets({"bets": [{"player": "A", "type": "rouge", "stake": "0.03"}]}, table)
-    (p,) = settle([bet], "0").payments
-    assert p.paid == Decimal("0.015")
-    assert settle([bet], "0").to_json()["totals"] == {
-        "staked": "0.03",
-        "paid": "0.015",
-        "house": "0.015",
-    }
 
 
 TABLE_TEXT = (Table.load.__globals__["resources"].files("rmc") / "data/table.toml").read_text()
@@ -327,3 +332,227 @@ def test_book_matches_bet_by_bet_membership(placed) -> None:
                 assert amount == bet.stake / 2
             else:
                 assert amount == 0
+
+
+# --- issue 19: limits on a player's total per position ------------------------------------
+
+
+def table_with(tmp_path, **head: str) -> Table:
+    """The default table with extra or changed `[table]` settings."""
+    text = TABLE_TEXT
+    for key, value in head.items():
+        line = f'{key} = "{value}"'
+        if f"\n{key} = " in text:
+            start = text.index(f"\n{key} = ") + 1
+            text = text[:start] + line + text[text.index("\n", start) :]
+        else:
+            text = text.replace("[table]\n", f"[table]\n{line}\n", 1)
+    path = tmp_path / "table.toml"
+    path.write_text(text)
+    return Table.load(path)
+
+
+def test_three_lines_of_150_on_one_plein_are_refused() -> None:
+    line = {"player": "A", "type": "plein", "numbers": ["17"], "stake": "150"}
+    with pytest.raises(BetsError) as info:
+        bets(line, line, line)
+    (reason,) = info.value.lines()
+    assert reason == (
+        "player A: bets 0, 1, 2 on Plein du 17 total 450, above the table maximum 150 for a plein"
+    )
+
+
+def test_total_at_the_maximum_is_accepted() -> None:
+    line = {"player": "A", "type": "plein", "numbers": ["17"], "stake": "75"}
+    assert len(bets(line, line)) == 2
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "stake", "name"),
+    [
+        (
+            {"type": "cheval", "numbers": ["17", "20"]},
+            {"type": "cheval", "numbers": ["20", "17"]},
+            "200",
+            "Cheval 17-20",
+        ),
+        (
+            {"type": "transversale", "numbers": ["1", "2", "3"]},
+            {"type": "transversale", "numbers": ["3", "1", "2"]},
+            "300",
+            "Transversale 1-2-3",
+        ),
+        (
+            {"type": "carre", "numbers": ["0", "00", "1", "2"]},
+            {"type": "carre", "numbers": ["2", "1", "00", "0"]},
+            "400",
+            "Carré 0-00-1-2",
+        ),
+        (
+            {"type": "sixain", "numbers": ["1", "2", "3", "4", "5", "6"]},
+            {"type": "sixain", "numbers": ["6", "5", "4", "3", "2", "1"]},
+            "600",
+            "Sixain 1-2-3-4-5-6",
+        ),
+        (
+            {"type": "douzaine", "index": 2},
+            {"type": "douzaine", "index": 2},
+            "1500",
+            "Deuxième douzaine",
+        ),
+        (
+            {"type": "colonne", "index": 3},
+            {"type": "colonne", "index": 3},
+            "1500",
+            "Troisième colonne",
+        ),
+        ({"type": "rouge"}, {"type": "rouge"}, "3000", "Rouge"),
+        ({"type": "manque"}, {"type": "manque"}, "3000", "Manque"),
+    ],
+)
+def test_every_combination_is_limited_per_position(first, second, stake, name) -> None:
+    with pytest.raises(BetsError) as info:
+        bets(
+            {"player": "B", "stake": stake, "chip": "plaque", "exception": True, **first},
+            {"player": "C", "type": "rouge", "stake": "5"},
+            {"player": "B", "stake": stake, **second},
+        )
+    (reason,) = info.value.lines()
+    kind = first["type"]
+    total = Decimal(stake) * 2
+    limit = TABLE.limits[kind].max
+    assert reason == (
+        f"player B: bets 0, 2 on {name} total {total}, above the table maximum {limit} for a {kind}"
+    )
+
+
+def test_positions_and_players_are_counted_apart() -> None:
+    assert bets(
+        # Same player, overlapping but different positions: each under its own maximum.
+        {"player": "A", "type": "plein", "numbers": ["17"], "stake": "150"},
+        {"player": "A", "type": "cheval", "numbers": ["17", "20"], "stake": "300"},
+        {"player": "A", "type": "cheval", "numbers": ["17", "18"], "stake": "300"},
+        {"player": "A", "type": "noir", "stake": "5000"},
+        {"player": "A", "type": "impair", "stake": "5000"},
+        # Another player on the same plein has a total of its own.
+        {"player": "B", "type": "plein", "numbers": ["17"], "stake": "150"},
+    )
+
+
+def test_the_minimum_applies_to_each_line() -> None:
+    """The decree's minimum is for a chip laid: two lines of 1 do not make one stake of 2."""
+    line = {"player": "A", "type": "plein", "numbers": ["17"], "stake": "1"}
+    with pytest.raises(BetsError) as info:
+        bets(line, line)
+    assert [i for i, _ in info.value.problems] == [0, 1]
+    assert "below the table minimum 2 for a plein" in info.value.lines()[0]
+
+
+# --- issue 19: the partage on 0, rounded to the table's unit -------------------------------
+
+
+def test_a_stake_must_be_a_multiple_of_the_unit(tmp_path) -> None:
+    table = table_with(tmp_path, unit="0.05")
+    with pytest.raises(BetsError, match=r"2\.01 is not a whole multiple of the table's unit 0\.05"):
+        parse_bets(
+            {"bets": [{"player": "A", "type": "plein", "numbers": ["1"], "stake": "2.01"}]}, table
+        )
+
+
+def test_default_table_states_its_partage_rounding() -> None:
+    assert TABLE.unit == Decimal("0.01")
+    assert TABLE.decimals == 2
+    assert TABLE.partage_rounding == "down"
+
+
+@pytest.mark.parametrize(
+    ("rounding", "given", "kept"),
+    [
+        ("down", "2", "0.5"),
+        ("up", "3", "-0.5"),
+        ("half-even", "2", "0.5"),
+        ("half-up", "3", "-0.5"),
+    ],
+)
+def test_partage_is_rounded_to_the_unit(tmp_path, rounding, given, kept) -> None:
+    table = table_with(tmp_path, unit="1", partage_rounding=rounding)
+    (bet,) = parse_bets({"bets": [{"player": "A", "type": "rouge", "stake": "5"}]}, table)
+    statement = settle([bet], "0")
+    (p,) = statement.payments
+    assert p.outcome == layout.HALF
+    assert (p.paid, p.kept) == (Decimal(given), Decimal(kept))
+    doc = statement.to_json()
+    assert doc["payments"][0]["partage"] == {
+        "half": "2.5",
+        "given_back": given,
+        "kept": kept,
+        "unit": "1",
+        "rounding": rounding,
+    }
+    assert doc["totals"]["paid"] == given
+    assert doc["totals"]["partage_kept"] == kept
+    assert doc["totals"]["house"] == str(Decimal(5) - Decimal(given))
+    assert p.announcement == (
+        f"Rouge : partage, la moitié de 5, 2,5, arrondie à {given} (unité 1) ; "
+        f"l'arrondi garde {kept.replace('.', ',')}"
+    )
+
+
+def test_half_cents_are_rounded_down_to_the_cent(tmp_path) -> None:
+    custom = tmp_path / "cents.toml"
+    custom.write_text(TABLE_TEXT.replace('min = "5"', 'min = "0.01"'))
+    table = Table.load(custom)
+    (bet,) = parse_bets({"bets": [{"player": "A", "type": "rouge", "stake": "0.03"}]}, table)
+    (p,) = settle([bet], "0").payments
+    assert (p.paid, p.kept) == (Decimal("0.01"), Decimal("0.005"))
+    assert settle([bet], "0").to_json()["totals"] == {
+        "staked": "0.03",
+        "paid": "0.01",
+        "house": "0.02",
+        "partage_kept": "0.005",
+    }
+
+
+def test_exact_partage_says_nothing_was_kept() -> None:
+    placed = bets({"player": "A", "type": "pair", "stake": "7"})
+    (p,) = settle(placed, "0").payments
+    assert (p.paid, p.kept) == (Decimal("3.5"), Decimal(0))
+    assert p.announcement == "Pair : partage, la moitié de 7, 3,5"
+    doc = settle(placed, "0").to_json()
+    assert doc["payments"][0]["partage"]["kept"] == "0"
+    assert doc["totals"]["partage_kept"] == "0"
+    # Only a partage carries the detail.
+    assert "partage" not in settle(placed, "2").to_json()["payments"][0]
+
+
+@pytest.mark.parametrize(
+    ("head", "needle"),
+    [
+        ({"partage_rounding": "sideways"}, "partage_rounding"),
+        ({"unit": "0.001"}, "finer than the currency's 2 decimals"),
+        ({"decimals": "two"}, "decimals"),
+        # A misspelt setting must not fall back to the default in silence.
+        ({"partage_roundin": "up"}, "unknown setting"),
+    ],
+)
+def test_bad_rounding_settings_are_refused(tmp_path, head, needle) -> None:
+    with pytest.raises(TableError, match=needle):
+        table_with(tmp_path, **head)
+
+
+@pytest.mark.parametrize(
+    ("amount", "unit", "down", "up", "half_even", "half_up"),
+    [
+        ("7.5", "5", "5", "10", "10", "10"),
+        ("12.5", "5", "10", "15", "10", "15"),
+        ("0.015", "0.01", "0.01", "0.02", "0.02", "0.02"),
+        ("0.025", "0.01", "0.02", "0.03", "0.02", "0.03"),
+        ("3.5", "0.01", "3.5", "3.5", "3.5", "3.5"),
+    ],
+)
+def test_round_to_unit(amount, unit, down, up, half_even, half_up) -> None:
+    got = [
+        str(round_to_unit(Decimal(amount), Decimal(unit), rule))
+        for rule in ("down", "up", "half-even", "half-up")
+    ]
+    assert got == [down, up, half_even, half_up]

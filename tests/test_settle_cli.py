@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from importlib import resources
@@ -42,7 +43,12 @@ def test_json_statement(capsys, bets_file) -> None:
     doc = json.loads(out)
     assert doc["result"] == "17"
     assert doc["announcement"] == "17, noir, impair et manque"
-    assert doc["totals"] == {"staked": "35", "paid": "420", "house": "-385"}
+    assert doc["totals"] == {
+        "staked": "35",
+        "paid": "420",
+        "house": "-385",
+        "partage_kept": "0",
+    }
     first, second, third = doc["payments"]
     assert first == {
         "player": "A",
@@ -164,3 +170,53 @@ def test_installed_entry_point(bets_file) -> None:
     assert doc["announcement"] == "CMC"
     assert [p["outcome"] for p in doc["payments"]] == ["lose", "lose", "lose"]
     assert doc["totals"]["house"] == "35"
+
+
+def rmc_settle(*argv: str) -> subprocess.CompletedProcess:
+    # A wide terminal, so the readable statement shows whole announcements.
+    return subprocess.run(
+        [sys.executable, "-m", "rmc", "settle", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_limit_on_the_total_of_a_position(bets_file) -> None:
+    line = {"player": "A", "type": "cheval", "numbers": ["17", "20"], "stake": "150"}
+    turned = {**line, "numbers": ["20", "17"]}
+    path = bets_file({"bets": [line, BETS["bets"][1], turned, line]})
+    proc = rmc_settle("--result", "17", "--json", path)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.splitlines() == [
+        "rmc settle: player A: bets 0, 2, 3 on Cheval 17-20 total 450, above the table "
+        "maximum 300 for a cheval",
+        "rmc settle: nothing settled",
+    ]
+
+
+def test_partage_rounding_in_both_statements(bets_file, tmp_path) -> None:
+    default = resources.files("rmc").joinpath("data/table.toml").read_text()
+    table = tmp_path / "whole.toml"
+    table.write_text(default.replace('unit = "0.01"', 'unit = "1"'))
+    path = bets_file({"bets": [{"player": "A", "type": "rouge", "stake": "5"}]})
+    proc = rmc_settle("--result", "0", "--table", str(table), "--json", path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    (payment,) = doc["payments"]
+    assert payment["paid"] == "2"
+    assert payment["partage"] == {
+        "half": "2.5",
+        "given_back": "2",
+        "kept": "0.5",
+        "unit": "1",
+        "rounding": "down",
+    }
+    assert doc["totals"] == {"staked": "5", "paid": "2", "house": "3", "partage_kept": "0.5"}
+    proc = rmc_settle("--result", "0", "--table", str(table), path)
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert (
+        "Rouge : partage, la moitié de 5, 2,5, arrondie à 2 (unité 1) ; l'arrondi garde 0,5" in text
+    )

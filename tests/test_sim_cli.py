@@ -67,7 +67,7 @@ def test_list_scenarios(capsys) -> None:
 
 def test_unwritable_output(tmp_path, capsys) -> None:
     rc = main(["sim", "--spins", "1", "--quiet", "-o", str(tmp_path / "no" / "t.jsonl")])
-    assert rc == 1
+    assert rc == 2  # bad input (issue 20): it was 1
     assert "cannot write" in capsys.readouterr().err
 
 

@@ -117,3 +117,27 @@ def test_damaged_json_line_in_trace_is_a_problem_not_a_crash(tmp_path, capsys):
         f.write('{"kind": "frame", "line": \n')
     assert main(["check", str(p), "--json"]) == 1
     assert _json(capsys)["trace_errors"]
+
+
+def test_a_capture_of_dollars_without_a_frame_is_damage(tmp_path, capsys):
+    p = tmp_path / "cap.log"
+    p.write_bytes(b"price $5\r\n>>> echo $HOME\r\ntotal $$\r\n")
+    assert main(["check", str(p), "--json"]) == 1
+    out = _json(capsys)
+    assert not out["clean"] and out["crc_errors"] == 3 and out["valid"] == 0
+
+
+def test_tamper_forced_close_and_rejected_results_show_in_the_text_report(tmp_path, capsys):
+    from rmcfw import proto
+    from rmcfw.frames import Encoder
+
+    lines, _ = session_lines(4)
+    enc = Encoder("T01", 1, seq=len(lines))
+    lines.append(bytes(enc.frame(proto.T_TAMPER, ("what", "[bold]lid[/bold]"))))
+    res = ("spin", 9, "num", "4", "colour", "noir", "parity", "pair", "half", "manque")
+    lines.append(bytes(enc.frame(proto.T_RESULT, res)))
+    assert main(["check", str(_capture(tmp_path, lines))]) == 1
+    text = " ".join(capsys.readouterr().out.split())
+    assert "tamper at 1:" in text and "what=[bold]lid[/bold]" in text
+    assert "rejected spin 9: 4 (not_launched)" in text
+    assert "problems found" in text

@@ -124,3 +124,112 @@ def test_replay_unusable(tmp_path, capsys):
     assert main(["replay", str(raw)]) == 2
     assert main(["replay", str(tmp_path / "none")]) == 2
     capsys.readouterr()
+
+
+# --- issue 19: replay refuses what the decree forbids, and says when the core disagrees ---
+
+
+def test_a_bet_placed_during_an_incident_is_refused(tmp_path, capsys):
+    """Decree 1-4: after the incident's « rien ne va plus » the ball is put back and
+    launched again; no bet is taken until the relaunched spin's outcome."""
+    sim = tmp_path / "object.jsonl"
+    argv = ["sim", "--spins", "4", "--seed", "11", "--scenario", "object@2", "-o", str(sim)]
+    assert main([*argv, "--quiet"]) == 0
+    probe = run_core(read_trace(sim))
+    assert probe is not None and probe.vs_truth == []
+    inc = rnvp3 = None
+    for line in probe.lines:
+        f = decode(line)
+        if f.type == proto.T_INCIDENT and f.fields["step"] == proto.INC_START:
+            inc = f.ms
+        if f.type == proto.T_RNVP and f.fields["spin"] == "3":
+            rnvp3 = f.ms
+    assert inc is not None and rnvp3 is not None and inc < rnvp3
+    bets = [
+        {"t_ms": inc + 5, "player": "A", "type": "rouge", "stake": "10"},  # during
+        {"t_ms": (inc + rnvp3) // 2, "player": "B", "type": "noir", "stake": "10"},  # during
+        {"t_ms": 100, "player": "C", "type": "pair", "stake": "10"},  # before spin 1's call
+    ]
+    path = tmp_path / "t.jsonl"
+    _with_frames(sim, path, bets)
+    capsys.readouterr()
+    assert main(["replay", str(path), "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)["bets"]
+    refused = {r["bet"]: r for r in b["refused"]}
+    assert set(refused) == {0, 1}
+    assert all("incident of spin 2" in r["reason"] for r in refused.values())
+    assert [s["bets"] for s in b["settled"]] == [[2]]
+
+
+def test_a_player_total_on_one_position_is_limited_in_replay(sim_trace, tmp_path, capsys):
+    probe = run_core(read_trace(sim_trace))
+    t = _times(probe)[(proto.T_RNVP, 1)] - 500
+    line = {"t_ms": t, "player": "A", "type": "plein", "numbers": ["17"], "stake": "150"}
+    other = {"t_ms": t, "player": "B", "type": "plein", "numbers": ["17"], "stake": "150"}
+    path = tmp_path / "t.jsonl"
+    _with_frames(sim_trace, path, [line, line, line, other])
+    capsys.readouterr()
+    assert main(["replay", str(path), "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)["bets"]
+    assert sorted(r["bet"] for r in b["refused"]) == [0, 1, 2]
+    assert "total 450" in b["refused"][0]["reason"]
+    assert [s["bets"] for s in b["settled"]] == [[3]]
+
+
+def test_the_core_refusing_a_command_is_no_agreement(sim_trace, tmp_path, capsys):
+    """A truth whose session the firmware cannot play (here: no last three announced, so
+    the chef's CLOSE is refused) is not called an agreement, whatever the frames say."""
+    trace = read_trace(sim_trace)
+    path = tmp_path / "no_last3.jsonl"
+    with TraceWriter(path, trace.header) as w:
+        for r in trace.records:
+            if not (r["kind"] == "truth" and r.get("event") == "last_three"):
+                w.write(r)
+    assert main(["replay", str(path), "--json"]) == 1
+    core = json.loads(capsys.readouterr().out)["core"]
+    assert not core["agrees"]
+    assert [(c["command"], c["detail"]) for c in core["refused"]] == [("CLOSE", "last3")]
+    assert main(["replay", str(path)]) == 1
+    text = capsys.readouterr().out
+    assert "core refused CLOSE" in text and "the firmware core agrees" not in text
+
+
+def test_malformed_sensor_power_and_truth_records_are_trace_errors(sim_trace, tmp_path, capsys):
+    trace = read_trace(sim_trace)
+    bad = [
+        {"kind": "sensor", "t_us": "5", "ch": "ball_a", "v": 1},
+        {"kind": "sensor", "t_us": 5, "ch": "pocket:+5", "v": 1},
+        {"kind": "sensor", "t_us": 5, "ch": "ball_a", "v": 2},
+        {"kind": "power", "t_us": 5, "event": "flicker"},
+        {"kind": "truth", "t_us": -1, "event": "rest"},
+        {"kind": "truth", "t_us": 5},
+    ]
+    for rec in bad:
+        path = tmp_path / "bad.jsonl"
+        with TraceWriter(path, trace.header) as w:
+            for r in trace.records[:50]:
+                w.write(r)
+            w.write(rec)
+        for cmd in ("check", "replay"):
+            assert main([cmd, str(path), "--json"]) == 1, (cmd, rec)
+            out = json.loads(capsys.readouterr().out)
+            assert len(out["trace_errors"]) == 1 and "line 52" in out["trace_errors"][0], out
+
+
+def test_the_simulator_counts_coups_as_the_firmware_does(tmp_path, capsys):
+    """Voids among the last three, and sessions too short for them: the simulator's chef
+    announces and closes as the firmware counts coups, so the core takes every command."""
+    for spins, scen in ((6, "same_dir@5"), (6, "few_revs@6"), (2, None), (3, "ball_out@2")):
+        path = tmp_path / f"s{spins}.jsonl"
+        argv = ["sim", "--spins", str(spins), "--seed", "4", "-o", str(path), "--quiet"]
+        assert main(argv + (["--scenario", scen] if scen else [])) == 0
+        trace = read_trace(path)
+        core = run_core(trace)
+        assert core is not None and core.refused == [], (spins, scen, core.refused)
+        assert core.report.violations == [] and core.vs_truth == [], (spins, scen)
+        closes = [decode(x) for x in core.lines if b",SCLOSE," in x]
+        assert len(closes) == 1
+        coups = len(core.report.results)
+        assert closes[0].int("spins") == coups
+        assert ("reason" in closes[0].fields) == (coups < 3), (spins, scen)
+    capsys.readouterr()

@@ -15,21 +15,26 @@ from rmcfw.frames import wheel_id as fw_wheel_id
 class Script:
     """A scripted table whose frames can be edited before they are checked."""
 
-    def __init__(self) -> None:
-        self.enc = Encoder("T01", 1)
+    def __init__(self, prev: str = "-") -> None:
+        """prev="-": the table's first boot (the recording holds every launch); "B:S": a
+        later boot, the recording beginning there."""
+        self.enc = Encoder("T01", 1 if prev == "-" else int(prev.split(":")[0]) + 1)
         self.lines: list[bytes] = []
         self.table = ScriptedTable(self.emit, seed=4, revs=5, status_every=0)
-        self.table.boot()
+        self.table.boot(prev=prev)
 
     def emit(self, ftype: str, fields: tuple) -> None:
         self.lines.append(bytes(self.enc.frame(ftype, fields)))
 
-    def rules(self) -> list[str]:
+    def report(self):
         c = Checker()
         c.feed_many(self.lines)
         r = c.report()
         assert r.gaps == [] and r.crc_errors == 0
-        return [v["rule"] for v in r.violations]
+        return r
+
+    def rules(self) -> list[str]:
+        return [v["rule"] for v in self.report().violations]
 
 
 def _session(spins: int = 4) -> Script:
@@ -109,7 +114,21 @@ def test_pockets_chances_and_void_reasons():
     )
     s.emit(proto.T_RESULT, ("spin", 2, "num", "00", "colour", "rouge", "parity", "-", "half", "-"))
     s.emit(proto.T_VOID, ("spin", 3, "reason", "croupier_sneezed"))
-    assert s.rules() == ["not_a_pocket", "wrong_chances", "unknown_void_reason"]
+    # (none of them launched either, on a recording that holds every launch)
+    assert s.rules() == [
+        "not_a_pocket",
+        "not_launched",
+        "wrong_chances",
+        "not_launched",
+        "unknown_void_reason",
+        "not_launched",
+    ]
+    r = s.report()
+    assert r.results == []
+    assert [(x["spin"], x["result"], x["rules"]) for x in r.rejected] == [
+        (1, "37", ["not_a_pocket", "not_launched"]),
+        (2, "00", ["not_launched", "wrong_chances"]),
+    ]
 
 
 def test_session_rules():
@@ -153,7 +172,8 @@ def test_a_session_with_no_coup_closes_without_the_last_three():
     s.table.open()
     s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1, "spins", 2))
     s.emit(proto.T_LID, ("locked", 1))
-    assert s.rules() == ["last_three_not_announced"]
+    # (the table counts two coups the recording does not hold, with no gap to hide them)
+    assert s.rules() == ["coup_count", "last_three_not_announced"]
 
     s = Script()  # a bad count: said, and the session is closed all the same
     s.table.open()
@@ -163,7 +183,7 @@ def test_a_session_with_no_coup_closes_without_the_last_three():
     s.table.play()
     assert s.rules() == ["bad_field", "last_three_not_announced", "spin_while_closed"]
 
-    s = Script()  # the session opened before the recording began, its count not given
+    s = Script(prev="1:40")  # the session opened before the recording began, no count given
     s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1))
     s.emit(proto.T_LID, ("locked", 1))
     assert s.rules() == ["last_three_not_announced"]
@@ -248,3 +268,279 @@ def test_every_rule_has_a_test_here():
     for rule in RULES:
         if rule not in ("conflict", "table"):  # in test_wire_fuzz.py
             assert f'"{rule}"' in text, rule
+
+
+# --- an auditor's view (issue 19): what a recording from the first boot must hold ---------
+
+
+def _play_after(s: Script, *frames: tuple[str, tuple]) -> None:
+    for ftype, fields in frames:
+        s.emit(ftype, fields)
+
+
+def test_a_result_of_a_spin_never_launched_is_rejected():
+    # From the first boot (BOOT prev=-) every launch is in the recording.
+    s = Script()
+    s.table.open()
+    s.table.play()
+    s.emit(proto.T_RESULT, result_fields(7, "17"))
+    r = s.report()
+    assert [v["rule"] for v in r.violations] == ["not_launched"]
+    assert [x["spin"] for x in r.results] == [1]
+    assert [(x["spin"], x["result"], x["rules"]) for x in r.rejected] == [
+        (7, "17", ["not_launched"])
+    ]
+    # A recording that began later excuses only its first spin's launch, made before it.
+    s = Script(prev="3:80")
+    s.emit(proto.T_RNVP, ("spin", 9, "drop_ms", 1500, "lead_ms", 1200, "why", "fit"))
+    s.emit(proto.T_RESULT, result_fields(9, "4"))
+    s.emit(proto.T_RESULT, result_fields(10, "5"))
+    r = s.report()
+    assert [x["spin"] for x in r.results] == [9]
+    assert [x["spin"] for x in r.rejected] == [10]
+    assert [v["rule"] for v in r.violations] == ["not_launched"]
+
+
+def test_a_second_result_for_a_settled_spin_is_rejected():
+    s = Script()
+    s.table.open()
+    s.table.play()
+    s.table.play()
+    first = s.table.results[0]
+    s.emit(proto.T_RESULT, result_fields(1, "36" if first[1] != "36" else "35"))
+    s.emit(proto.T_VOID, ("spin", 1, "reason", proto.V_SENSORS))
+    r = s.report()
+    assert [v["rule"] for v in r.violations] == ["two_outcomes", "two_outcomes"]
+    assert [(x["spin"], x["result"]) for x in r.results] == s.table.results
+    assert [x["rules"] for x in r.rejected] == [["two_outcomes"]]
+
+
+def test_a_result_without_rnvp_is_rejected():
+    s = Script()
+    s.table.open()
+    s.table.spin = 1
+    s.emit(proto.T_LAUNCH, ("spin", 1, "rdir", "cw", "bdir", "ccw"))
+    s.emit(proto.T_RESULT, result_fields(1, "12"))
+    r = s.report()
+    assert [v["rule"] for v in r.violations] == ["result_without_rnvp"]
+    assert r.results == [] and r.rejected[0]["rules"] == ["result_without_rnvp"]
+
+
+def test_fields_are_read_as_the_grammar_writes_them():
+    """Enumerations exactly, integers in their one spelling: anything else is bad_field."""
+    for rdir, spin in (("CW", "1"), ("up", "1"), ("cw", "+1"), ("cw", "01"), ("cw", "1_0")):
+        s = Script()
+        s.table.open()
+        s.emit(proto.T_LAUNCH, ("spin", spin, "rdir", rdir, "bdir", "ccw"))
+        assert "bad_field" in s.rules(), (rdir, spin)
+    s = Script()
+    s.emit(proto.T_LID, ("locked", "yes"))
+    s.emit(proto.T_FAULT, ("code", proto.F_ROTOR, "on", "2", "detail", ""))
+    assert s.rules() == ["bad_field", "bad_field"]
+
+
+def test_a_launch_before_any_session_at_first_boot():
+    s = Script()  # the first boot starts closed
+    s.table.play()
+    assert s.rules() == ["spin_while_closed"]
+    assert s.report().rejected[0]["rules"] == ["spin_while_closed"]
+    s = Script(prev="2:10")  # a later boot: the session may have opened before
+    s.table.play()
+    assert s.rules() == []
+
+
+def test_the_last_three_announced_after_the_first_of_them_closed_its_bets():
+    s = Script()
+    s.table.open()
+    s.table.play()
+    n = s.table.spin + 1
+    s.emit(proto.T_LAUNCH, ("spin", n, "rdir", "ccw", "bdir", "cw"))
+    for i in range(1, 6):
+        s.emit(proto.T_REV, ("spin", n, "n", i, "period_us", 600000))
+    s.emit(proto.T_RNVP, ("spin", n, "drop_ms", 1500, "lead_ms", 1200, "why", "fit"))
+    s.emit(proto.T_LAST_THREE, ("last", 4, "left", 3))  # bets on spin n closed already
+    s.emit(proto.T_DROP, ("spin", n, "revs", 5))
+    s.emit(proto.T_RESULT, result_fields(n, "8"))
+    assert s.rules() == ["last_three_late"]
+    # Before its « rien ne va plus », or on a spin that turns out void, it is in time.
+    for void in (False, True):
+        s = Script()
+        s.table.open()
+        s.table.play()
+        n = s.table.spin + 1
+        s.emit(proto.T_LAUNCH, ("spin", n, "rdir", "ccw", "bdir", "cw"))
+        if void:
+            s.emit(proto.T_RNVP, ("spin", n, "drop_ms", 1500, "lead_ms", 1200, "why", "fit"))
+        s.emit(proto.T_LAST_THREE, ("last", 4, "left", 3))
+        if not void:
+            s.emit(proto.T_RNVP, ("spin", n, "drop_ms", 1500, "lead_ms", 1200, "why", "fit"))
+        for i in range(1, 6):
+            s.emit(proto.T_REV, ("spin", n, "n", i, "period_us", 600000))
+        s.emit(proto.T_DROP, ("spin", n, "revs", 5))
+        s.emit(*((proto.T_VOID, ("spin", n, "reason", "sensors")) if void else
+                 (proto.T_RESULT, result_fields(n, "8"))))  # fmt: skip
+        assert s.rules() == [], void
+
+
+def test_tamper_the_lid_opened_and_faults_left_active_are_not_clean():
+    s = _session(4)
+    assert s.report().clean and s.report().alerts == []
+    s.emit(proto.T_LID, ("locked", 0))  # closed, then unlocked
+    s.emit(proto.T_TAMPER, ("what", "lid"))
+    s.emit(proto.T_FAULT, ("code", proto.F_ROTOR, "on", 1, "detail", "x"))
+    s.emit(proto.T_FAULT, ("code", proto.F_BALL, "on", 1, "detail", ""))
+    s.emit(proto.T_FAULT, ("code", proto.F_BALL, "on", 0, "detail", ""))
+    r = s.report()
+    assert r.violations == [] and r.sound and not r.clean
+    assert [a["what"] for a in r.alerts] == ["lid_opened", "tamper", "fault_active"]
+    assert r.active_faults == [proto.F_ROTOR]
+
+
+def test_faults_still_active_at_power_up_count_until_cleared():
+    enc = Encoder("T01", 5)
+    boot = ("fw", "0", "wheel", "", "reset", "power", "faults", proto.F_ROTOR, "prev", "4:9")
+    lines = [bytes(enc.frame(proto.T_BOOT, boot))]
+    c = Checker()
+    c.feed_many(lines)
+    assert c.report().active_faults == [proto.F_ROTOR] and not c.report().clean
+    lines.append(bytes(enc.frame(proto.T_FAULT, ("code", proto.F_ROTOR, "on", 0, "detail", ""))))
+    c = Checker()
+    c.feed_many(lines)
+    assert c.report().active_faults == [] and c.report().clean
+
+
+def test_frames_of_another_table_than_the_trace_names(tmp_path):
+    s = _session(3)
+    for table, rules in (("T01", []), ("T02", ["table"])):
+        path = tmp_path / f"{table}.jsonl"
+        with open(path, "w") as f, TraceWriter(f, make_header(table, "record")) as w:
+            for line in s.lines:
+                w.frame(line.rstrip(b"\n"), rx_ms=0)
+        r, _, _ = check_bytes(path.read_bytes())
+        assert sorted({v["rule"] for v in r.violations}) == rules, table
+        if rules:
+            assert r.results == [] or not r.clean
+
+
+def test_every_threshold_change_is_reported_and_a_forbidden_one_is_a_violation():
+    s = _session(3)
+    s.emit(proto.T_CONFIG, ("key", "settle_ms", "old", 800, "new", 900, "by", "E1"))
+    s.emit(proto.T_CONFIG, ("key", "min_revs", "old", 4, "new", 2, "by", "E1"))  # below 4
+    s.emit(proto.T_CONFIG, ("key", "max_speed", "old", 1, "new", 2, "by", "E1"))  # no such
+    s.emit(proto.T_CONFIG, ("key", "settle_ms", "old", 900, "new", 800, "by", ""))  # who?
+    r = s.report()
+    assert [v["rule"] for v in r.violations] == ["bad_threshold", "bad_threshold", "bad_field"]
+    assert [(c["key"], c["old"], c["new"], c["by"]) for c in r.settings] == [
+        ("settle_ms", 800, 900, "E1"),
+        ("min_revs", 4, 2, "E1"),
+        ("max_speed", 1, 2, "E1"),
+        ("settle_ms", 900, 800, ""),
+    ]
+
+
+def test_a_forced_close_needs_no_last_three_and_is_reported():
+    s = Script()
+    s.table.open()
+    s.table.play()
+    s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1, "spins", 1, "reason", "fault, rotor"))
+    s.emit(proto.T_LID, ("locked", 1))
+    r = s.report()
+    assert r.violations == [] and r.clean
+    assert [(c["coups"], c["reason"]) for c in r.forced_closes] == [(1, "fault, rotor")]
+
+
+def _incident(
+    s: Script, back: str | None = "17", relaunch: tuple | None = (), between: tuple = ()
+) -> int:
+    """Spin n stopped by an object after its « rien ne va plus », the ball put back in
+    `back` (None: never seen back), then relaunched as spin n + 1."""
+    s.table.spin += 1
+    n = s.table.spin
+    s.emit(
+        proto.T_LAUNCH,
+        ("spin", n, "rdir", "cw" if n % 2 else "ccw", "bdir", "ccw" if n % 2 else "cw"),
+    )
+    s.emit(proto.T_RNVP, ("spin", n, "drop_ms", 1, "lead_ms", 1, "why", "incident"))
+    s.emit(proto.T_VOID, ("spin", n, "reason", proto.V_OBJECT))
+    s.emit(proto.T_INCIDENT, ("spin", n, "step", proto.INC_START))
+    if back is not None:
+        s.emit(proto.T_INCIDENT, ("spin", n, "step", proto.INC_BACK, "num", back))
+    for frame in between:
+        s.emit(*frame)
+    if relaunch is not None:
+        s.emit(proto.T_INCIDENT, ("spin", n, "step", proto.INC_RELAUNCH, *relaunch))
+    s.table.rdir = "cw" if n % 2 else "ccw"
+    return n
+
+
+def test_the_incident_procedure():
+    def played(back="17", relaunch=(), bets=False, skip_relaunch=False):
+        s = Script()
+        s.table.open()
+        s.table.rng.choice = lambda seq: "17"  # the previous coup: 17
+        s.table.play()
+        n = s.table.spin + 1
+        between = ((proto.T_STATUS, ("state", "bets", "spin", n)),) if bets else ()
+        _incident(s, back, None if skip_relaunch else relaunch, between)
+        s.table.play()  # the relaunch: a spin of its own
+        return s.rules()
+
+    assert played() == []
+    assert played(back="4") == ["incident_procedure"]  # put back in another pocket
+    assert played(back=None) == ["incident_procedure"]  # never seen back
+    assert played(relaunch=("checked", 0)) == ["incident_procedure"]
+    assert played(bets=True) == ["incident_procedure"]  # bets taken in between
+    assert played(skip_relaunch=True) == ["incident_procedure"]
+    s = Script()
+    s.table.open()
+    s.table.play()
+    n = s.table.spin + 1
+    s.emit(proto.T_LAUNCH, ("spin", n, "rdir", "ccw", "bdir", "cw"))
+    s.emit(proto.T_INCIDENT, ("spin", n, "step", proto.INC_START))  # no « rien ne va plus »
+    assert "incident_procedure" in s.rules()
+
+
+def test_the_session_counts_coups_as_the_recording_holds_them():
+    s = Script()
+    s.table.open()
+    for _ in range(3):
+        s.table.play()
+    s.emit(proto.T_LAST_THREE, ("last", 6, "left", 3))  # 3 played: 3 left, as it says
+    for _ in range(3):
+        s.table.play()
+    s.table.close()
+    assert s.rules() == []
+    s = Script()
+    s.table.open()
+    for _ in range(4):
+        s.table.play()
+    s.emit(proto.T_LAST_THREE, ("last", 6, "left", 3))  # 4 played: only 2 left
+    for _ in range(2):
+        s.table.play()
+    s.table.close()
+    assert s.rules() == ["last_three_late"]
+    s = Script()
+    s.table.open()
+    for _ in range(3):
+        s.table.play()
+    s.emit(proto.T_LAST_THREE, ("last", 6, "left", 3))
+    for _ in range(2):
+        s.table.play()
+    s.table.coups += 1  # the table's SCLOSE counts one more than was played
+    s.table.close()
+    assert s.rules() == ["coup_count", "closed_before_last_coup"]
+
+
+def test_a_second_session_opened_over_an_open_or_unlocked_one():
+    s = Script()
+    s.table.open()
+    s.table.open()
+    assert s.rules() == ["open_while_open"]
+    s = Script()
+    s.table.open()
+    s.table.announce_last_three()
+    for _ in range(3):
+        s.table.play()
+    s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1, "spins", 3))  # no LID after it
+    s.table.open()
+    assert s.rules() == ["lid_not_locked"]

@@ -29,9 +29,12 @@ def name(ch):
 def parse(text):
     """Channel number of a trace name; ValueError for anything else."""
     if text.startswith("pocket:"):
-        ch = int(text[7:])
-        if 0 <= ch < POCKETS:
-            return ch
+        n = text[7:]
+        # one spelling: ASCII digits, no sign, no space, no leading zero
+        if n and (n == "0" or n[0] != "0") and all("0" <= c <= "9" for c in n):
+            ch = int(n)
+            if ch < POCKETS:
+                return ch
     elif text in _NAMES:
         return POCKETS + _NAMES.index(text)
     raise ValueError("no channel %r" % (text,))

@@ -194,10 +194,10 @@ class Wire:
         return False, why
 
     def _resend(self, f):
-        boot = int(f.fields["boot"])
-        seq = int(f.fields["seq"])
-        last = f.fields.get(proto.K_LAST)
-        last = int(last) if last is not None else None
+        fl = f.fields
+        boot = frames.field_uint(fl, "boot")
+        seq = frames.field_uint(fl, "seq")
+        last = frames.field_uint(fl, proto.K_LAST) if proto.K_LAST in fl else None
         if boot < 1 or seq < 1 or (last is not None and last < seq):
             raise ValueError("range")
         only = f.fields.get(proto.K_ONLY)
@@ -270,7 +270,7 @@ class Wire:
         self._ack(proto.C_RESEND, rs[0], done, "" if done else proto.A_BUSY, (proto.K_COUNT, rs[5]))
 
     def _recall(self, f):
-        count = int(f.fields.get("n", RECALL_MIN))
+        count = frames.field_uint(f.fields, "n", RECALL_MIN)
         if count < 1:
             raise ValueError("n")
         emit_recall(self.emit, self.journal.results(max(count, RECALL_MIN)))
@@ -296,8 +296,8 @@ def parse_ranges(text):
     out = []
     for part in text.split(";"):
         a, _, b = part.partition("-")
-        a = int(a)
-        b = int(b) if b else a
+        a = frames._uint(a.encode())  # one spelling (FrameError is a ValueError)
+        b = frames._uint(b.encode()) if b else a
         if a < 1 or b < a or (out and a <= out[-1][1]):
             raise ValueError("ranges")
         out.append((a, b))

@@ -3,6 +3,7 @@
 #
 # Every time is measured on the wrapped tick clock (rmcfw.ticks), which tells intervals only
 # up to its half period (~537 s): no threshold may reach it, or its timer would never fire.
+# A value from the wire has one spelling (number()): "+5", "05" or " 5" set nothing.
 from math import pi, sqrt, tan
 
 _KEYS = {
@@ -22,7 +23,8 @@ _KEYS = {
     # the ball's period when the rim lets it go, the predictor's prior for this wheel: by
     # default from the wheel definition's geometry (drop_ms_of); 0: learn it from scratch
     "drop_ms": (0, 0, 5000),
-    "min_revs": (4, 1, 20),  # fewer ball revolutions: no spin
+    # fewer ball revolutions: no spin. Never below the 4 of the rules (DESIGN.md): stricter only
+    "min_revs": (4, 4, 20),
     "lone_max": (1, 0, 100),  # ball edges without partner tolerated per spin
     "stuck_off": (300, 39, 5000),  # results without a pocket ever seen on: stuck off
     "pair_ms": (120, 5, 1000),  # gap within which the two ball sensors see one pass
@@ -67,27 +69,26 @@ class Config:
             for k, v in defaults.items():
                 self._put(k, v)
                 self._defaults[k] = getattr(self, k)
+        self.load(saved)
+
+    def load(self, saved):
+        """Set by hand the settings of a saved dict (the state's, or what its journal adds);
+        a key of another firmware version, or a value out of today's range, keeps its
+        current value."""
         if saved:
             for k, v in saved.items():
                 try:
                     self.set(k, v)
                 except ValueError:
-                    pass  # a key of another firmware version: keep the default
+                    pass
 
     def set(self, key, value):
-        """Set a threshold by hand from its text or int value; ValueError when unknown or
-        out of range."""
+        """Set a threshold by hand from its text or int value; ValueError as check()."""
         self._put(key, value)
         self._hand.add(key)
 
     def _put(self, key, value):
-        if key not in _KEYS:
-            raise ValueError("no setting %r" % (key,))
-        v = int(value)
-        _, lo, hi = _KEYS[key]
-        if not lo <= v <= hi:
-            raise ValueError("%s must be in %d..%d" % (key, lo, hi))
-        setattr(self, key, v)
+        setattr(self, key, check(key, value))
 
     def by_hand(self, key):
         """Whether the key was set by hand (SET), whatever its value."""
@@ -102,6 +103,37 @@ class Config:
             if k in self._hand or cur != self._defaults[k]:
                 out[k] = cur
         return out
+
+
+def check(key, value):
+    """The int a threshold would be set to; ValueError when the key is unknown, the value
+    not in its one spelling (number()) or out of range."""
+    if key not in _KEYS:
+        raise ValueError("no setting %r" % (key,))
+    v = number(value)
+    _, lo, hi = _KEYS[key]
+    if not lo <= v <= hi:
+        raise ValueError("%s must be in %d..%d" % (key, lo, hi))
+    return v
+
+
+def number(value):
+    """The int a value stands for: an int as it is, or text (str or bytes) in the protocol's
+    one spelling of a number, ASCII digits with no sign and no leading zero, at most 10 of
+    them. ValueError for anything else, which int() would often read: "+5", "05", " 5",
+    "5_0", other scripts' digits."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, bytes):
+        value = value.decode()  # (UnicodeError is a ValueError)
+    if not isinstance(value, str) or not 0 < len(value) <= 10:
+        raise ValueError("not a number")
+    if value[0] == "0" and len(value) > 1:
+        raise ValueError("a number with a leading zero")
+    for c in value:
+        if not "0" <= c <= "9":
+            raise ValueError("not a number")
+    return int(value)
 
 
 def keys():

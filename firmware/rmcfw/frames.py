@@ -248,6 +248,10 @@ class Frame:
         )
 
 
+_U32 = 0xFFFFFFFF  # boot, seq and ms are below 2^32 (ms counts modulo 2^32); not a const:
+# a long integer on a 32-bit port
+
+
 def _uint(b):
     # Strict decimal: digits only, no sign, no leading zero (one spelling per number), at
     # most 10 digits.
@@ -259,6 +263,17 @@ def _uint(b):
             raise FrameError("bad number")
         v = v * 10 + c - 0x30
     return v
+
+
+def field_uint(fields, key, default=None):
+    """A field's integer in its one spelling (digits, no sign, no leading zero, at most 10
+    digits); `default` when absent; FrameError otherwise."""
+    v = fields.get(key)
+    if v is None:
+        if default is None:
+            raise FrameError("no field %s" % key)
+        return default
+    return _uint(v.encode() if isinstance(v, str) else v)
 
 
 def _unescape(b):
@@ -273,9 +288,12 @@ def _unescape(b):
             if i + 3 > n:
                 raise FrameError("bad escape")
             try:
-                out.append(int(b[i + 1 : i + 3], 16))
+                v = int(b[i + 1 : i + 3], 16)
             except ValueError:
                 raise FrameError("bad escape") from None
+            if not _unsafe(v):
+                raise FrameError("needless escape")  # one spelling per frame
+            out.append(v)
             i += 3
         else:
             out.append(c)
@@ -309,6 +327,8 @@ def decode(line, key=None, hmac=None):
     crc = line[star + 1 : end]
     if not _is_lower_hex(crc) or crc != crc_hex(line[:star]):
         raise CrcError("CRC mismatch")
+    if end > MAX_LINE:
+        raise FrameError("frame too long")
     body_end = star
     hsh = line.rfind(b"#", 0, star)
     tag = None
@@ -336,6 +356,8 @@ def decode(line, key=None, hmac=None):
     boot = _uint(parts[2])
     seq = _uint(parts[3])
     ms = _uint(parts[4])
+    if boot > _U32 or seq > _U32 or ms > _U32:
+        raise FrameError("bad number")
     if not _is_token(parts[5], False):
         raise FrameError("bad type")
     ftype = parts[5].decode()

@@ -9,7 +9,7 @@ VERSION = const(1)
 T_BOOT = "BOOT"  # fw, wheel (definition hash), reset (last reset cause), faults (still active)
 T_STATUS = "STAT"  # state, spin, rotor_ms (ms per rotor turn), rdir, lid
 T_SESSION_OPEN = "SOPEN"  # chef (chef de table's id), session
-T_SESSION_CLOSE = "SCLOSE"  # chef, session, spins
+T_SESSION_CLOSE = "SCLOSE"  # chef, session, spins; reason (a forced close: why, free text)
 T_LAST_THREE = "LAST3"  # last (the session's coup count at its last coup), left (coups left)
 # A coup is a spin with a result: a voided launch is no coup (decree 1-7 counts coups).
 T_LAUNCH = "LAUNCH"  # spin, rdir (rotor direction), bdir (ball direction)
@@ -23,6 +23,7 @@ T_FAULT = "FAULT"  # code (F_* below), on (1 raised, 0 cleared), detail
 T_LID = "LID"  # locked (1/0)
 T_TAMPER = "TAMP"  # what
 T_RECALL = "RECALL"  # n, games ("spin:num" list, newest last)
+T_CONFIG = "CFG"  # key, old, new, by (who asked): a threshold set by SET
 T_ACK = "ACK"  # cmd, ok (1/0), detail: the answer to a host command
 
 # Commands, host -> firmware.
@@ -30,9 +31,9 @@ C_STATUS = "STATUS"
 C_RESEND = "RESEND"  # boot, seq: resend the journal from (boot, seq)
 C_RECALL = "RECALL"  # n (>= 10 kept)
 C_OPEN = "OPEN"  # chef
-C_CLOSE = "CLOSE"  # chef
+C_CLOSE = "CLOSE"  # chef; reason: a forced close, last three coups announced or not
 C_LAST_THREE = "LAST3"
-C_SET = "SET"  # key, value: a threshold
+C_SET = "SET"  # key, value, by (who asks): a threshold
 
 # Spin states (the STAT frame's `state`).
 S_CLOSED = "closed"  # lid locked, no session

@@ -323,7 +323,9 @@ class Spin:
             elif p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
                 if want < 0 or p.first == want:
                     self.inc_back = True
-                    self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_BACK))
+                    # the pocket it is back in, for the host to check against the last result
+                    fields = ("spin", self.st["spin"], "step", proto.INC_BACK)
+                    self.emit(proto.T_INCIDENT, fields + ("num", self.wheel[p.first]))
             elif not p.count and want >= 0 and quiet >= c.incident_ms * 1000:
                 # the ball nowhere to be seen this long: that pocket's sensor is likely dead
                 # (the ball lies there unseen). The check cannot be made: the relaunch is let
@@ -639,24 +641,29 @@ class Spin:
         self._set(self._bets() if not self.lid else proto.S_OPEN, t)
         return True, ""
 
-    def close_session(self, t, chef):
+    def close_session(self, t, chef, reason=None):
+        """CLOSE; with a reason, the chef de table's forced close: the last three coups
+        need not be announced, and an incident that cannot be resolved ends with it."""
         sess = self.st["session"]
         if not sess:
             return False, "closed"
-        if self.state not in (proto.S_OPEN, proto.S_BETS, proto.S_RESULT):
-            return False, proto.A_BUSY  # a spin is running
+        s = self.state
+        if not (s == proto.S_OPEN or s == proto.S_BETS or s == proto.S_RESULT) and not (
+            reason and s == proto.S_INCIDENT
+        ):
+            return False, proto.A_BUSY  # a spin is running: its result or void comes first
         if not self.lid:
             return False, "lid"  # a session closes only with the cylinder locked
-        if sess["spins"] and not (sess["last3"] and sess["left"] <= 0):
+        if not reason and sess["spins"] and not (sess["last3"] and sess["left"] <= 0):
             return False, "last3"  # the last three spins must be announced and played
-        self._close(t, chef)
+        self._close(t, chef, reason)
         return True, ""
 
-    def _close(self, t, chef):
+    def _close(self, t, chef, reason=None):
         sess = self.st["session"]
-        self.emit(
-            proto.T_SESSION_CLOSE, ("chef", chef, "session", sess["id"], "spins", sess["spins"])
-        )
+        fields = ("chef", chef, "session", sess["id"], "spins", sess["spins"])
+        # the frame first: a reason the line cannot carry raises here, before any change
+        self.emit(proto.T_SESSION_CLOSE, fields + ("reason", reason) if reason else fields)
         self.st["session"] = None
         self.st["incident"] = None
         self.save()

@@ -97,11 +97,17 @@ class Table:
         frame and the state that follows from it loses nothing. last: the journal's newest
         (boot, seq): a boot number is never used twice, even when the state file was lost."""
         st = self.st
+        cfg = False
         for ftype, fields in journaled:
             try:
                 recover.apply(st, ftype, fields)
             except (KeyError, ValueError, TypeError):
                 pass  # a frame of another layout: nothing of it to keep
+            cfg = cfg or ftype == proto.T_CONFIG
+        if cfg:
+            # a threshold SET after the last save: in force as the SET put it
+            self.cfg.load(st["cfg"])
+            self.spin.apply_cfg()
         if last is not None and last[0] > st["boot"]:
             st["boot"] = last[0]
 
@@ -203,7 +209,10 @@ class Table:
         if cmd == proto.C_OPEN:
             return sp.open_session(self.now, _text(fields, "chef"))
         if cmd == proto.C_CLOSE:
-            return sp.close_session(self.now, _text(fields, "chef"))
+            # with a reason: the chef de table's forced close (a fault, an incident that
+            # cannot be resolved), last three coups announced or not
+            reason = _text(fields, "reason") if "reason" in fields else None
+            return sp.close_session(self.now, _text(fields, "chef"), reason)
         if cmd == proto.C_LAST_THREE:
             return sp.last_three(self.now)
         if cmd == proto.C_RECALL:
@@ -212,11 +221,20 @@ class Table:
                 raise ValueError("n")
             return sp.recall(max(n, 10))
         if cmd == proto.C_SET:
-            self.cfg.set(_text(fields, "key"), fields["value"])
-            sp.apply_cfg()
-            self.save()
-            return True, ""
+            return self._set_cfg(_text(fields, "key"), fields["value"], _text(fields, "by"))
         return False, proto.A_UNKNOWN
+
+    def _set_cfg(self, key, value, by):
+        """SET: a threshold changed, on record with its old value and who asked."""
+        cfg = self.cfg
+        new = config.check(key, value)  # ValueError (the wire answers bad): no frame, no change
+        # the frame first (journaled, then sent): a name the line cannot carry raises here,
+        # before any change; the state saved after it (rmcfw.recover applies it after a cut)
+        self.emit(proto.T_CONFIG, ("key", key, "old", getattr(cfg, key), "new", new, "by", by))
+        cfg.set(key, new)
+        self.spin.apply_cfg()
+        self.save()
+        return True, ""
 
     # --- status LED -------------------------------------------------------------------
 

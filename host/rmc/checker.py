@@ -26,6 +26,7 @@ from typing import Any
 
 from rmc.frames import (
     _GOOD_NAMES,
+    MAX_LINE,
     AuthError,
     CrcError,
     Frame,
@@ -34,6 +35,7 @@ from rmc.frames import (
     decode,
     raw_ok,
 )
+from rmcfw import config as fwconfig
 from rmcfw import numbers, proto
 
 # Rule names, as they appear in reports.
@@ -58,6 +60,32 @@ RULES = {
     "spin_while_closed": "spin launched while the session is closed",
     "lid_not_locked": "session closed and the lid not locked",
     "bad_field": "frame with a missing or invalid field",
+    "not_launched": "result or void of a spin whose launch the recording should hold",
+    "bad_threshold": "threshold set to a value the rules forbid, or no such threshold",
+    "incident_procedure": "incident (decree 1-4) not stopped, put back or relaunched as it must",
+    "coup_count": "session's coups counted otherwise by the table than by the recording",
+    "closed_before_last_coup": "session closed before its announced last coup, with no reason",
+    "open_while_open": "session opened while one is open",
+}
+
+# What makes a verdict not clean without breaking a rule of the stream: shown apart.
+ALERTS = {
+    "tamper": "the table reported tampering (TAMP)",
+    "lid_opened": "lid unlocked while no session is open",
+    "fault_active": "fault still active at the end of the recording",
+}
+
+# Enumerated fields, read exactly as the firmware writes them (one spelling).
+DIRECTIONS = frozenset(("cw", "ccw", "-"))  # "-": not seen (the launch is then void)
+_ENUMS = {
+    (proto.T_LAUNCH, "rdir"): DIRECTIONS,
+    (proto.T_LAUNCH, "bdir"): DIRECTIONS,
+    (proto.T_LID, "locked"): frozenset(("0", "1")),
+    (proto.T_FAULT, "on"): frozenset(("0", "1")),
+    (proto.T_RNVP, "why"): frozenset(("fit", "limit", "drop", "incident", "power")),
+    (proto.T_INCIDENT, "step"): frozenset(
+        (proto.INC_START, proto.INC_BACK, proto.INC_RELAUNCH, proto.INC_IGNORED)
+    ),
 }
 
 VOID_REASONS = frozenset(
@@ -97,6 +125,11 @@ class Report:
     violations: list[dict[str, Any]] = field(default_factory=list)
     faults: list[dict[str, Any]] = field(default_factory=list)
     tamper: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[dict[str, Any]] = field(default_factory=list)  # results that broke a rule
+    alerts: list[dict[str, Any]] = field(default_factory=list)  # ALERTS: {boot, seq, what, detail}
+    active_faults: list[str] = field(default_factory=list)  # still active at the end
+    forced_closes: list[dict[str, Any]] = field(default_factory=list)  # SCLOSE with a reason
+    settings: list[dict[str, Any]] = field(default_factory=list)  # CFG: threshold changes
     table: str | None = None
     boots: list[int] = field(default_factory=list)
     unmarked_duplicates: int = 0
@@ -104,7 +137,14 @@ class Report:
 
     @property
     def clean(self) -> bool:
-        """No corruption, forgery, gap, replay or rule violation."""
+        """No corruption, forgery, gap, replay, rule violation, tamper, lid opened while
+        closed, nor fault left active."""
+        return self.sound and not self.alerts
+
+    @property
+    def sound(self) -> bool:
+        """No corruption, forgery, gap, replay or rule violation (alerts aside: a rig or a
+        demo compares those with what its truth expects)."""
         return not (
             self.crc_errors
             or self.malformed
@@ -140,6 +180,11 @@ class Report:
             "violations": self.violations,
             "faults": self.faults,
             "tamper": self.tamper,
+            "rejected": self.rejected,
+            "alerts": self.alerts,
+            "active_faults": self.active_faults,
+            "forced_closes": self.forced_closes,
+            "settings": self.settings,
         }
 
 
@@ -280,6 +325,7 @@ class Checker:
         boot_type = proto.T_BOOT
         new_frame = tuple.__new__
         good_names = _GOOD_NAMES  # a type not seen before takes the full path once
+        max_body = MAX_LINE - 9
         fast = 0
         for line in lines:
             if keyless and table is not None and line[:1] == b"$":
@@ -288,7 +334,7 @@ class Checker:
                 star = len(line) - 9
                 body = line[:star]
                 if (
-                    star > 0
+                    0 < star <= max_body
                     and line[star] == 0x2A
                     and b"%08x" % crc32(body) == line[star + 1 :]
                     and b"#" not in body
@@ -304,9 +350,9 @@ class Checker:
                             and boot[0] != "0"
                             and seq[0] != "0"
                             and (ms[0] != "0" or ms == "0")
-                            and len(boot) < 11
-                            and len(seq) < 11
-                            and len(ms) < 11
+                            and len(boot) < 10
+                            and len(seq) < 10
+                            and len(ms) < 10
                             and ftype in good_names
                             and ftype != boot_type
                             and raw_ok(raw)
@@ -436,6 +482,7 @@ class _Spin:
     __slots__ = (
         "bdir",
         "drop",
+        "launch_rules",
         "launched",
         "number",
         "outcome",
@@ -444,6 +491,7 @@ class _Spin:
         "reversed",
         "revs",
         "rnvp",
+        "rnvp_late",
     )
 
     def __init__(self, number: int) -> None:
@@ -457,6 +505,18 @@ class _Spin:
         self.rnvp = False
         self.drop = False
         self.outcome = 0
+        self.launch_rules: list[str] = []  # rules its launch broke: its result is not valid
+        self.rnvp_late = False  # « rien ne va plus » came before the last three were announced
+
+
+class _Incident:
+    __slots__ = ("back", "previous", "relaunched", "spin")
+
+    def __init__(self, spin: int, previous: str | None) -> None:
+        self.spin = spin
+        self.previous = previous  # the pocket the ball goes back to (None: not known)
+        self.back = False
+        self.relaunched = False
 
 
 class _Rules:
@@ -477,9 +537,28 @@ class _Rules:
         self.lid_pending: Frame | None = None
         self.spins: set[int] = set()
         self.fl: dict[str, str] = {}  # the fields of the frame being handled
+        # Whether every launch is in the recording: it began at the table's first boot
+        # (BOOT prev=-), or a launch was seen already. Until then, the first spin's result
+        # or void may follow a launch made before the recording began.
+        self.every_launch = False
+        self.first_spin: int | None = None
+        self.settled: set[int] = set()  # spins with a result or a void
+        self.last3_frame: Frame | None = None
+        self.faults_on: dict[str, Frame] = {}  # fault code -> the frame that raised it
+        self.last_result: str | None = None  # the previous coup's number: an incident's pocket
+        self.inc: _Incident | None = None  # under way: from its start to the relaunch
+        self.lid_state: str | None = None
 
     def bad(self, f: Frame, rule: str, detail: str) -> None:
         self.r.violations.append(_v(f, rule, detail))
+
+    def enum(self, f: Frame, name: str) -> str | None:
+        """An enumerated field, read exactly as the firmware writes it (None: absent)."""
+        v = self.fl.get(name)
+        if v is not None and v not in _ENUMS[f.type, name]:
+            allowed = sorted(_ENUMS[f.type, name])
+            raise FrameError(f"{f.type}: field {name!r} is {v!r}, not one of {allowed}")
+        return v
 
     def run(self, frames: Iterable[Frame]) -> None:
         handlers = {
@@ -495,6 +574,8 @@ class _Rules:
             proto.T_LID: self.lid,
             proto.T_FAULT: self.fault,
             proto.T_TAMPER: self.tamper,
+            proto.T_BOOT: self.boot,
+            proto.T_CONFIG: self.config,
         }
         rev, stat = proto.T_REV, proto.T_STATUS
         for f in frames:
@@ -506,7 +587,7 @@ class _Rules:
                     s.rev_frames.append(f)  # read only if its DROP does not count
                 continue
             if t == stat:
-                if self.lid_pending is None:
+                if self.lid_pending is None and self.inc is None:
                     continue
                 h = self.status
             else:
@@ -520,11 +601,47 @@ class _Rules:
                 self.bad(f, "bad_field", str(e))
         if self.lid_pending is not None:
             self.bad(self.lid_pending, "lid_not_locked", "no lid lock after the session closed")
+        for code, f in sorted(self.faults_on.items()):
+            self.alert(f, "fault_active", code)
+        self.r.active_faults = sorted(self.faults_on)
         self.r.spins = len(self.spins)
+
+    def config(self, f: Frame) -> None:
+        """A threshold changed (SET): on record with its old and new value and who asked."""
+        key, by = self.fl.get("key", ""), self.fl.get("by", "")
+        old, new = f.int("old", self.fl), f.int("new", self.fl)
+        self.r.settings.append(
+            {"boot": f.boot, "seq": f.seq, "key": key, "old": old, "new": new, "by": by}
+        )
+        if not by:
+            raise FrameError("CFG: field 'by' is empty: who asked is not on record")
+        if key not in fwconfig.keys():
+            self.bad(f, "bad_threshold", f"no threshold {key!r}")
+            return
+        lo, hi = fwconfig.bounds(key)
+        if not lo <= new <= hi:
+            self.bad(f, "bad_threshold", f"{key} set to {new}, outside {lo}..{hi}")
+
+    def alert(self, f: Frame, what: str, detail: str) -> None:
+        self.r.alerts.append({"boot": f.boot, "seq": f.seq, "what": what, "detail": detail})
+
+    def boot(self, f: Frame) -> None:
+        if f.seq != 1:
+            return
+        if self.fl.get(proto.K_PREV) == "-":
+            # The table's first boot: its journal is empty, no session is open, no spin was
+            # launched before: the recording holds every launch from here.
+            self.every_launch = True
+            self.session = False
+        faults = self.fl.get("faults", "")
+        # the faults still active at power-up (a fault cleared while off is cleared here)
+        self.faults_on = {c: f for c in faults.split(",") if c}
 
     def current(self, f: Frame) -> _Spin | None:
         n = f.int("spin", self.fl)
         self.spins.add(n)
+        if self.first_spin is None:
+            self.first_spin = n
         if self.spin is not None and self.spin.number == n:
             return self.spin
         if self.spin is not None and self.spin.launched and self.spin.outcome == 0:
@@ -534,7 +651,7 @@ class _Rules:
 
     def launch(self, f: Frame) -> None:
         n = f.int("spin", self.fl)
-        rdir, bdir = self.fl.get("rdir"), self.fl.get("bdir")
+        rdir, bdir = self.enum(f, "rdir"), self.enum(f, "bdir")
         if not rdir or not bdir:
             raise FrameError("LAUNCH without rdir/bdir")
         s = self.spin
@@ -545,11 +662,25 @@ class _Rules:
             return
         if s is not None and s.launched and s.outcome == 0:
             self.bad(f, "no_outcome", f"spin {s.number} ended without result or void")
+        s = _Spin(n)
+        inc = self.inc
+        if inc is not None and not inc.relaunched:
+            self.bad(
+                f, "incident_procedure", f"spin {n} launched with no relaunch after the incident"
+            )
+        self.inc = None
         if self.session is False:
             self.bad(f, "spin_while_closed", f"spin {n}")
+            s.launch_rules.append("spin_while_closed")
         if self.left is not None and self.left <= 0:
             self.bad(f, "after_last_spin", f"spin {n} after the announced last coup {self.last3}")
-        s = _Spin(n)
+            s.launch_rules.append("after_last_spin")
+        if n in self.settled:
+            self.bad(f, "spin_mismatch", f"spin {n} launched again after its outcome")
+            s.launch_rules.append("spin_mismatch")
+        self.every_launch = True
+        if self.first_spin is None:
+            self.first_spin = n
         s.launched = True
         s.rdir, s.bdir = rdir, bdir
         s.reversed = self.prev_rdir is None or self.prev_rdir != rdir
@@ -565,6 +696,7 @@ class _Rules:
             s.rev_frames = []
 
     def rnvp(self, f: Frame) -> None:
+        self.enum(f, "why")
         s = self.current(f)
         if s is not None:
             s.rnvp = True
@@ -579,11 +711,34 @@ class _Rules:
         if "revs" in self.fl:
             s.revs = max(s.revs or 0, f.int("revs", self.fl))
 
+    def unlaunched(self, f: Frame, n: int, what: str) -> list[str]:
+        """The rules an outcome of a spin that is not the open one breaks: a second outcome,
+        or one of a spin never launched where the recording holds every launch."""
+        if n in self.settled:
+            self.bad(f, "two_outcomes", f"spin {n}: a second {what}")
+            return ["two_outcomes"]
+        if self.every_launch or n != self.first_spin:
+            self.bad(f, "not_launched", f"{what} of spin {n}, whose launch is not recorded")
+            return ["not_launched"]
+        return []  # the first spin of a recording that began after its launch
+
     def result(self, f: Frame) -> None:
         n = f.int("spin", self.fl)
         num = self.fl.get("num", "")
+        before = len(self.r.violations)
         s = self.current(f)
-        self.r.results.append({"spin": n, "result": num})
+        self.check_result(f, n, num, s)
+        rules = [v["rule"] for v in self.r.violations[before:]]
+        if s is not None:
+            rules += s.launch_rules
+        if rules:
+            self.r.rejected.append({"spin": n, "result": num, "rules": sorted(set(rules))})
+        else:
+            self.r.results.append({"spin": n, "result": num})
+            self.last_result = num
+        self.settled.add(n)
+
+    def check_result(self, f: Frame, n: int, num: str, s: _Spin | None) -> None:
         if num not in numbers.INDEX:
             self.bad(f, "not_a_pocket", f"spin {n}: {num!r}")
         else:
@@ -591,13 +746,23 @@ class _Rules:
             got = (self.fl.get("colour"), self.fl.get("parity"), self.fl.get("half"))
             if got != want:
                 self.bad(f, "wrong_chances", f"spin {n}: {num} is {'/'.join(want)}, sent {got}")
-        if self.left is not None:
-            self.left -= 1
-        if self.coups is not None:
-            self.coups += 1
+        inc = self.inc
+        if inc is not None and not inc.relaunched:
+            detail = f"result of spin {n} during the incident of spin {inc.spin}, not relaunched"
+            self.bad(f, "incident_procedure", detail)
         if s is None:
-            return  # its launch was before the recording began: nothing more to check
+            if not self.unlaunched(f, n, "result"):
+                self.coup()  # the first spin of a recording that began after its launch
+            return  # no launch to check it against
         self.outcome(f, s)
+        if s.outcome == 1:
+            self.coup()  # (a second result of a spin is no second coup)
+        if s.rnvp_late and self.last3_frame is not None:
+            self.bad(
+                self.last3_frame,
+                "last_three_late",
+                f"announced after « rien ne va plus » of spin {n}, one of the last three",
+            )
         if not s.launched:
             return
         if not s.rnvp:
@@ -609,6 +774,13 @@ class _Rules:
         self.count_revs(s)
         if s.revs is not None and s.revs < MIN_REVS:
             self.bad(f, "few_revs", f"spin {n}: {s.revs} revolutions")
+
+    def coup(self) -> None:
+        """A coup played: one fewer left of the last three, one more in the session."""
+        if self.left is not None:
+            self.left -= 1
+        if self.coups is not None:
+            self.coups += 1
 
     def outcome(self, f: Frame, s: _Spin) -> None:
         s.outcome += 1
@@ -624,11 +796,41 @@ class _Rules:
         s = self.current(f)
         if s is not None:
             self.outcome(f, s)
+        else:
+            self.unlaunched(f, n, "void")
+        self.settled.add(n)
 
     def incident(self, f: Frame) -> None:
-        self.current(f)
+        """Decree 1-4: « rien ne va plus », the game stopped, the ball put back in the pocket
+        of the previous number, then launched again; no bet in between."""
+        step = self.enum(f, "step")
+        n = f.int("spin", self.fl)
+        s = self.current(f)
+        inc = self.inc
+        if step == proto.INC_START:
+            if s is not None and s.launched and not s.rnvp:
+                self.bad(f, "incident_procedure", f"spin {n} stopped before « rien ne va plus »")
+            self.inc = _Incident(n, self.last_result)
+        elif step in (proto.INC_BACK, proto.INC_RELAUNCH) and (inc is None or inc.spin != n):
+            if self.every_launch:  # else the recording may have begun during the incident
+                self.bad(f, "incident_procedure", f"{step} of spin {n} with no incident under way")
+        elif step == proto.INC_BACK:
+            num = self.fl.get("num")
+            if num is not None and inc.previous is not None and num != inc.previous:
+                detail = f"ball put back in {num}, not in {inc.previous}, the previous number"
+                self.bad(f, "incident_procedure", detail)
+            inc.back = True
+        elif step == proto.INC_RELAUNCH:
+            if not inc.back or self.fl.get("checked") == "0":
+                detail = f"spin {n} relaunched before its ball was seen back in its pocket"
+                self.bad(f, "incident_procedure", detail)
+            inc.relaunched = True
 
     def open(self, f: Frame) -> None:
+        if self.session is True:
+            self.bad(f, "open_while_open", "a session is open already")
+        if self.lid_pending is not None:
+            self.bad(self.lid_pending, "lid_not_locked", "no lid lock before the next session")
         self.session = True
         self.last3 = self.left = None
         self.coups = 0
@@ -639,12 +841,26 @@ class _Rules:
         played = self.coups if self.coups is not None else 1
         if "spins" in self.fl:
             try:
-                played = max(self.coups or 0, f.int("spins", self.fl))
+                counted = f.int("spins", self.fl)
             except FrameError as e:
                 self.bad(f, "bad_field", str(e))  # and the session closes all the same
-                played = 1
-        if self.session is not False and self.last3 is None and played > 0:
+                counted = played
+            if self.coups is not None and counted != self.coups:
+                detail = f"SCLOSE counts {counted} coup(s), the recording holds {self.coups}"
+                self.bad(f, "coup_count", detail)
+            played = max(self.coups or 0, counted)
+        reason = self.fl.get("reason")
+        if reason is not None:
+            # the chef de table's forced close: on record with its reason, and reported
+            self.r.forced_closes.append(
+                {"boot": f.boot, "seq": f.seq, "coups": played, "reason": reason}
+            )
+        elif self.session is not False and self.last3 is None and played > 0:
             self.bad(f, "last_three_not_announced", f"session closed after {played} coup(s)")
+        elif self.left is not None and self.left > 0 and played > 0:
+            # (a session that played no coup closes freely, announced or not)
+            detail = f"{self.left} coup(s) before the announced last coup {self.last3}"
+            self.bad(f, "closed_before_last_coup", detail)
         self.coups = None
         self.session = False
         self.last3 = self.left = None
@@ -653,31 +869,59 @@ class _Rules:
     def last_three(self, f: Frame) -> None:
         last = f.int("last", self.fl)
         left = f.int("left", self.fl)
+        miscounted = self.coups is not None and last - self.coups != left
+        if miscounted:
+            # the coups left are the recording's count, not the frame's word for it
+            real = last - self.coups
+            self.bad(f, "last_three_late", f"left={left}, yet {real} coup(s) left to {last}")
+            left = real
         # The first announcement must come before the last three spins; the table may
         # repeat it as they go (left 2, 1, 0), which is no violation.
-        if self.last3 is None and left < 3:
+        if miscounted:
+            pass
+        elif self.last3 is None and left < 3:
             self.bad(f, "last_three_late", f"announced with {left} spin(s) left")
         elif self.last3 is not None and last != self.last3:
             self.bad(f, "last_three_late", f"last coup moved from {self.last3} to {last}")
+        elif self.last3 is None:
+            # Players must hear it while they can still bet on all three: a spin whose bets
+            # have closed already is late for it, if it turns out to be a coup (a result).
+            s = self.spin
+            if s is not None and s.launched and s.outcome == 0 and s.rnvp:
+                s.rnvp_late = True
+                self.last3_frame = f
         self.last3, self.left = last, left
 
     def lid(self, f: Frame) -> None:
-        if self.fl.get("locked") == "1":
+        locked = self.enum(f, "locked")
+        if locked == "1":
             self.lid_pending = None
+        elif locked == "0" and self.session is False and self.lid_state == "1":
+            self.alert(f, "lid_opened", "lid unlocked while no session is open")
+        self.lid_state = locked
 
     def status(self, f: Frame) -> None:
         if self.fl.get("lid") == "1":
             self.lid_pending = None
+        inc = self.inc
+        if inc is not None and not inc.relaunched and self.fl.get("state") == proto.S_BETS:
+            self.bad(f, "incident_procedure", f"bets open during the incident of spin {inc.spin}")
 
     def fault(self, f: Frame) -> None:
         self.r.faults.append(
             {"boot": f.boot, "seq": f.seq, **{k: self.fl[k] for k in sorted(self.fl)}}
         )
+        code = self.fl.get("code", "")
+        if self.enum(f, "on") == "1":
+            self.faults_on[code] = f
+        else:
+            self.faults_on.pop(code, None)
 
     def tamper(self, f: Frame) -> None:
         self.r.tamper.append(
             {"boot": f.boot, "seq": f.seq, **{k: self.fl[k] for k in sorted(self.fl)}}
         )
+        self.alert(f, "tamper", ", ".join(f"{k}={self.fl[k]}" for k in sorted(self.fl)))
 
 
 def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Checker]:
@@ -692,8 +936,11 @@ def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Che
         raise TraceError("empty input")
     if looks_like_trace(data[:65536]):
         trace = parse_trace(data)
-        # the board must run the wheel definition the trace says it was given
-        checker = Checker(key, table=None, wheel=wheel_id(trace.header.get("wheel")))
+        # the board must run the wheel definition the trace says it was given, and be the
+        # table it names (a recorder that did not know it yet writes none)
+        table = trace.header.get("table")
+        table = table if isinstance(table, str) and table != "unknown" else None
+        checker = Checker(key, table=table, wheel=wheel_id(trace.header.get("wheel")))
         checker.feed_many(line for line, _ in trace.frame_lines())
         report = checker.report()
         report.trace_errors = trace.errors  # type: ignore[attr-defined]
@@ -702,4 +949,9 @@ def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Che
         raise TraceError("no frame found: neither a trace nor a capture of the table's line")
     checker = Checker(key)
     checker.feed_many(data.split(b"\n"))
-    return checker.report(), "capture", checker
+    report = checker.report()
+    if not report.frames:
+        # "$" in its lines, yet not one frame: what was meant for frames came damaged
+        report.crc_errors += sum(1 for ln in data.split(b"\n") if b"$" in ln)
+        report.frames = report.crc_errors
+    return report, "capture", checker

@@ -8,7 +8,10 @@ Modules are imported only when listed here, so adding a command is one line.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import importlib
+import os
 import sys
 
 # (module, help) in the order `rmc --help` shows them.
@@ -45,9 +48,40 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        # Flushed here, not at the interpreter's exit: a full disk or a reader gone shows
+        # now, while the command can still say so and fail.
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
+    except SystemExit as e:
+        # a plain rich console ends the program on a broken pipe (exit 1): the output is lost
+        if isinstance(e.__context__, BrokenPipeError):
+            return _lost_output(args.command, e.__context__)
+        raise
+    except OSError as e:
+        if isinstance(e, BrokenPipeError) or (e.filename is None and e.errno in _WRITE_ERRORS):
+            return _lost_output(args.command, e)
+        raise
+
+
+# what a write to a full disk, a device or a pipe with no reader fails with
+_WRITE_ERRORS = {errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EFBIG, errno.EDQUOT}
+
+
+def _lost_output(command: str, e: OSError) -> int:
+    """A write failed: say so on stderr, exit 2. When standard output is what failed, it is
+    pointed at /dev/null, so that the interpreter's last flush prints no second error."""
+    from rmc.console import fail, stdout_broken
+
+    why = e.strerror or str(e)
+    # a broken pipe is standard output's: the only pipe a command writes to
+    if isinstance(e, BrokenPipeError) or stdout_broken():
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        return fail(command, f"cannot write standard output: {why}")
+    return fail(command, f"cannot write: {why}")

@@ -24,6 +24,9 @@ def result_fields(spin: int, num: str) -> tuple:
     return ("spin", spin, "num", num, "colour", ch[0], "parity", ch[1], "half", ch[2])
 
 
+SHORT_SESSION = "fewer than three coups to announce"  # as the simulator's chef says it
+
+
 class ScriptedTable:
     """Emits frames through `emit(type, fields)`: an Encoder's frame or a Wire's emit."""
 
@@ -89,8 +92,9 @@ class ScriptedTable:
         # as the firmware counts: the session's coups so far, plus the three
         self.emit(proto.T_LAST_THREE, ("last", self.coups + 3, "left", 3))
 
-    def close(self, chef: str = "chef-1", session: int = 1) -> None:
-        self.emit(proto.T_SESSION_CLOSE, ("chef", chef, "session", session, "spins", self.coups))
+    def close(self, chef: str = "chef-1", session: int = 1, reason: str | None = None) -> None:
+        fields = ("chef", chef, "session", session, "spins", self.coups)
+        self.emit(proto.T_SESSION_CLOSE, (*fields, "reason", reason) if reason else fields)
         self.emit(proto.T_LID, ("locked", 1))
 
     def session(self, spins: int, chef: str = "chef-1") -> None:
@@ -100,9 +104,8 @@ class ScriptedTable:
             if i == spins - 3:
                 self.announce_last_three()
             self.play()
-        if spins < 3:
-            self.announce_last_three()
-        self.close(chef)
+        # fewer than three coups: nothing to announce, the chef closes it saying why
+        self.close(chef, reason=SHORT_SESSION if spins < 3 else None)
 
 
 def session_lines(
@@ -112,8 +115,11 @@ def session_lines(
     key: bytes | None = None,
     seed: int = 1,
     revs: int = 12,
+    first_spin: int = 1,
+    prev: str = "-",
 ) -> tuple[list[bytes], ScriptedTable]:
-    """A whole clean session as frame lines (each with its newline)."""
+    """A whole clean session as frame lines (each with its newline). A later boot goes on
+    from spin `first_spin`, its BOOT naming the previous boot's last frame (`prev`)."""
     enc = Encoder(table, boot, key)
     lines: list[bytes] = []
     ms = [0]
@@ -123,7 +129,10 @@ def session_lines(
         lines.append(bytes(enc.frame(ftype, fields, ms=ms[0])))
 
     t = ScriptedTable(emit, seed=seed, revs=revs)
-    t.boot()
+    t.spin = first_spin - 1
+    if t.spin % 2:  # the rotor goes on alternating from the spins before
+        t.rdir = "cw" if t.rdir == "ccw" else "ccw"
+    t.boot(prev=prev)
     t.session(spins)
     return lines, t
 

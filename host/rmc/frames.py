@@ -13,9 +13,10 @@ import re
 import zlib
 from typing import NamedTuple
 
-from rmcfw.frames import TAG_BYTES, AuthError, CrcError, FrameError, load_key, wheel_id
+from rmcfw.frames import MAX_LINE, TAG_BYTES, AuthError, CrcError, FrameError, load_key, wheel_id
 
 __all__ = [
+    "MAX_LINE",
     "AuthError",
     "CrcError",
     "Frame",
@@ -29,6 +30,10 @@ __all__ = [
 _crc32 = zlib.crc32
 _TAG_HEX = 2 * TAG_BYTES
 _HEXDIGITS = frozenset(b"0123456789abcdef")
+_U32 = 0xFFFFFFFF  # boot, seq and ms are below 2^32 (ms counts modulo 2^32)
+_MAX_BODY = MAX_LINE - 9  # a frame is at most MAX_LINE bytes, "*" and its CRC included
+# Bytes a value must escape, and so the only ones an escape may stand for (one spelling).
+_MUST_ESCAPE = frozenset([*range(0x21), *range(0x7F, 0x100), *b"$>,=#*%"])
 
 
 class Frame(NamedTuple):
@@ -69,12 +74,18 @@ class Frame(NamedTuple):
         return (self.boot, self.seq)
 
     def int(self, name: str, fields: dict[str, str] | None = None) -> int:
-        """An integer field; FrameError when absent or not a number."""
+        """An integer field in its one spelling (ASCII digits, no sign, no leading zero, at
+        most 10 digits, as the header's numbers); FrameError when absent or not so."""
         text = (self.fields if fields is None else fields).get(name)
-        try:
-            return int(text)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise FrameError(f"{self.type}: field {name!r} is not a number: {text!r}") from None
+        if text is not None and len(text) <= 10:
+            try:
+                v = int(text)
+            except ValueError:
+                pass
+            else:
+                if str(v) == text:  # the one spelling: no sign, zero, space, "_", other digit
+                    return v
+        raise FrameError(f"{self.type}: field {name!r} is not a number: {text!r}")
 
     def __repr__(self) -> str:
         return f"Frame({self.start}{self.table} {self.boot}:{self.seq} {self.type} {self.raw!r})"
@@ -131,7 +142,10 @@ def _unescape(text: str) -> str:
             h = raw[i + 1 : i + 3]
             if len(h) != 2 or not set(h) <= _HEXDIGITS:
                 raise FrameError("bad escape")
-            out.append(int(h, 16))
+            v = int(h, 16)
+            if v not in _MUST_ESCAPE:
+                raise FrameError("needless escape")  # one spelling per frame
+            out.append(v)
             i += 3
         else:
             out.append(c)
@@ -203,6 +217,8 @@ def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
     body = line[:star]
     if b"%08x" % _crc32(body) != line[star + 1 :]:
         raise CrcError("CRC mismatch")
+    if star > _MAX_BODY:
+        raise FrameError("frame too long")
     tag_at = star - _TAG_HEX - 1
     tagged = tag_at > 0 and line[tag_at] == 0x23
     if tagged:
@@ -240,8 +256,9 @@ def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
         raise FrameError("bad number")
     if (boot[0] == "0" or seq[0] == "0" or ms[0] == "0") and not _canonical(boot, seq, ms):
         raise FrameError("bad number")
-    if len(boot) > 10 or len(seq) > 10 or len(ms) > 10:
-        raise FrameError("bad number")
+    if len(boot) > 9 or len(seq) > 9 or len(ms) > 9:  # (up to 2^32 - 1: ten digits at most)
+        if max(len(boot), len(seq), len(ms)) > 10 or max(int(boot), int(seq), int(ms)) > _U32:
+            raise FrameError("bad number")
     if len(parts) == 7:
         raw = parts[6]
         if not raw_ok(raw):

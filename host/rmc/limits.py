@@ -1,4 +1,6 @@
-"""Table limits (decree 1-3): minimum and maximum stake per combination, colour-chip markers.
+"""Table limits (decree 1-3): minimum and maximum stake per combination, colour-chip markers,
+and the money rules of the table: its unit, its currency's decimals, and how the partage on 0
+(decree 1-5) is rounded to the unit.
 
 Read from a TOML table file (`rmc settle --table FILE.toml`); the documented default is
 `rmc/data/table.toml`.
@@ -13,7 +15,11 @@ from importlib import resources
 from pathlib import Path
 
 from rmc.layout import TYPES
-from rmc.money import MoneyError, parse_amount
+from rmc.money import EXACT, ROUNDINGS, MoneyError, parse_amount, round_to_unit
+
+_TWO = Decimal(2)
+MAX_DECIMALS = 8
+_SETTINGS = {"name", "currency", "unit", "decimals", "partage_rounding"}
 
 
 class TableError(ValueError):
@@ -27,12 +33,32 @@ class Limit:
 
 
 @dataclass(frozen=True, slots=True)
+class Partage:
+    """How the table gives back half a chance simple's stake when 0 comes out (decree 1-5).
+
+    The table pays in its unit, so the exact half is rounded to it, as the table file states
+    (`[table] partage_rounding`, default "down": the table keeps the fraction)."""
+
+    unit: Decimal
+    rounding: str = "down"
+
+    def give_back(self, stake: Decimal) -> Decimal:
+        return round_to_unit(EXACT.divide(stake, _TWO), self.unit, self.rounding)
+
+
+@dataclass(frozen=True, slots=True)
 class Table:
     name: str
     currency: str
-    unit: Decimal  # every stake is a whole multiple of it
+    unit: Decimal  # every stake is a whole multiple of it; the partage is paid in it
     marker: Limit  # bounds of a colour chip's value
     limits: dict[str, Limit]  # per bet type
+    decimals: int = 2  # the currency's decimals: a bets file may not spell more
+    partage_rounding: str = "down"  # one of money.ROUNDINGS
+
+    @property
+    def partage(self) -> Partage:
+        return Partage(self.unit, self.partage_rounding)
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Table:
@@ -57,7 +83,27 @@ class Table:
     @classmethod
     def _from_dict(cls, data: dict) -> Table:
         head = data.get("table", {})
+        if not isinstance(head, dict):
+            raise TableError("[table] must be a section")
+        unknown = sorted(set(head) - _SETTINGS)
+        if unknown:
+            # A misspelt setting would otherwise fall back to its default in silence.
+            raise TableError(f"[table] has unknown setting(s): {', '.join(unknown)}")
+        decimals = head.get("decimals", 2)
+        if isinstance(decimals, bool) or not isinstance(decimals, int):
+            raise TableError(f"[table] decimals must be a whole number 0-{MAX_DECIMALS}")
+        if not 0 <= decimals <= MAX_DECIMALS:
+            raise TableError(f"[table] decimals {decimals} is not in 0-{MAX_DECIMALS}")
         unit = parse_amount(head.get("unit", "0.01"), "[table] unit")
+        if -unit.normalize().as_tuple().exponent > decimals:  # type: ignore[operator]
+            raise TableError(
+                f"[table] unit {unit} is finer than the currency's {decimals} decimals"
+            )
+        rounding = head.get("partage_rounding", "down")
+        if not isinstance(rounding, str) or rounding not in ROUNDINGS:
+            raise TableError(
+                f"[table] partage_rounding {rounding!r} is not one of {', '.join(ROUNDINGS)}"
+            )
         marker = _limit(data.get("marker", {"min": "1", "max": "1000000"}), "[marker]")
         raw = data.get("limits")
         if not isinstance(raw, dict):
@@ -75,6 +121,8 @@ class Table:
             unit=unit,
             marker=marker,
             limits=limits,
+            decimals=decimals,
+            partage_rounding=rounding,
         )
 
 

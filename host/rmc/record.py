@@ -15,10 +15,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from rmc.frames import Frame
 from rmc.link import Link
+from rmc.outfile import OutputError, check, reason, replacing
 from rmc.trace import TraceWriter, make_header
 
 
@@ -84,6 +85,7 @@ def record(
     url: str,
     out: Path | str,
     key: bytes | None = None,
+    force: bool = False,
     table: str | None = None,
     duration: float | None = None,
     grace: float = 3.0,
@@ -93,8 +95,11 @@ def record(
 ) -> Recording:
     """Record until `duration`, `stop()`, Ctrl-C or SIGTERM (a service being stopped), then
     spend up to `grace` seconds filling the last gaps (a second signal skips that) and end
-    the trace. A port that fails on the way (a cable pulled) ends it at once, with a note.
-    Raises PortError when the port cannot be opened, OSError when the trace cannot be written."""
+    the trace. A port that fails on the way (a cable pulled) ends it at once, with a note;
+    the line it cut is kept, as a damaged line.
+    Raises PortError when the port cannot be opened, OutputError (rmc.outfile) when the trace
+    cannot be written, or `out` exists and `force` is not given (before the port is opened)."""
+    check(out, force)
     try:
         port = open_port(url, baud)
     except Exception as e:  # pyserial: SerialException, ValueError for a bad URL
@@ -103,7 +108,11 @@ def record(
         raise
     try:
         header = make_header(table or "unknown", "record", firmware=None, url=url)
-        with TraceWriter(out, header) as writer, _stop_signals() as signals:
+        with (
+            _trace_file(out) as stream,
+            TraceWriter(stream, header) as writer,
+            _stop_signals() as signals,
+        ):
             link = Link(_Port(port), key=key, table=table, writer=writer, on_result=on_result)
             rec = Recording(link)
             t0 = time.monotonic()
@@ -120,6 +129,7 @@ def record(
                         break
                     link.poll()
             except PortLost as e:
+                _cut_line(link)
                 rec.port_lost = str(e)
                 writer.write(
                     {
@@ -131,6 +141,35 @@ def record(
             return rec
     finally:
         port.close()
+
+
+@contextmanager
+def _trace_file(out: Path | str) -> Iterator[IO[str]]:
+    """The trace's stream. A new file is written in place, line by line, so that a
+    recording cut short is a trace there; an existing one (--force) is replaced only once
+    the new trace is ended (rmc.outfile), never left half-written. OutputError for a path
+    that cannot be written, a full disk included."""
+    p = Path(out)
+    try:
+        if p.is_file():
+            with replacing(p) as tmp, open(tmp, "w", encoding="utf-8") as f:
+                yield f
+        else:
+            # "x": a file made since check() is not overwritten; /dev/full and the like are
+            # written in place
+            with open(p, "w" if p.exists() else "x", encoding="utf-8") as f:
+                yield f
+    except OSError as e:
+        raise OutputError(reason(out, e)) from None
+
+
+def _cut_line(link: Link) -> None:
+    """The port closed in the middle of a line: its bytes go to the trace and the checker
+    as a damaged line, rather than being dropped."""
+    rest = bytes(link._buf)  # the bytes after the last newline
+    if rest:
+        link._buf.clear()
+        link._line(rest)
 
 
 @contextmanager

@@ -40,10 +40,15 @@ SENSOR_TYPES = frozenset(
         proto.T_INCIDENT,
         proto.T_FAULT,
         proto.T_LID,
+        # the session as the host's commands made it: opened, announced, closed
+        proto.T_SESSION_OPEN,
+        proto.T_LAST_THREE,
+        proto.T_SESSION_CLOSE,
     )
 )
-# Fields that depend on the board's clock or on learning, not on what happened.
-VOLATILE = frozenset(("drop_ms", "lead_ms", "why", "period_us", "detail"))
+# Fields that depend on the board's clock or on learning, not on what happened (the chef's
+# id: the truth of a simulation may not name the one the board was given).
+VOLATILE = frozenset(("drop_ms", "lead_ms", "why", "period_us", "detail", "chef"))
 POLL_US = 1000  # the board's loop polls the table every millisecond
 _BET_KEYS = ("kind", "t_ms", "spin")
 
@@ -51,10 +56,11 @@ _BET_KEYS = ("kind", "t_ms", "spin")
 @dataclass
 class SpinTimes:
     spin: int
-    rnvp_ms: float | None = None
+    rnvp_ms: float | None = None  # when its bets closed
     outcome_ms: float | None = None
     result: str | None = None
     void: str | None = None
+    incident: int | None = None  # the relaunch of this spin's incident: bets closed since
 
 
 @dataclass
@@ -69,6 +75,7 @@ class BetsOutcome:
 def spin_times(trace: Trace, key: bytes | None = None) -> list[SpinTimes]:
     """Per spin, when its « rien ne va plus » and its outcome were received (host ms)."""
     spins: dict[int, SpinTimes] = {}
+    incidents: dict[int, float] = {}  # spin -> when its incident stopped the game
     seen: set[tuple[int, int]] = set()
     verifier = None
     if key:
@@ -84,6 +91,9 @@ def spin_times(trace: Trace, key: bytes | None = None) -> list[SpinTimes]:
             if f.key in seen or f.seq == 0:
                 continue
             seen.add(f.key)
+            if f.type == proto.T_INCIDENT and f.fields.get("step") == proto.INC_START:
+                incidents.setdefault(f.int("spin"), rx)
+                continue
             if f.type not in (proto.T_RNVP, proto.T_RESULT, proto.T_VOID):
                 continue
             s = spins.setdefault(f.int("spin"), SpinTimes(f.int("spin")))
@@ -97,12 +107,20 @@ def spin_times(trace: Trace, key: bytes | None = None) -> list[SpinTimes]:
                 s.result = f.fields.get("num")
             else:
                 s.void = f.fields.get("reason")
+    # Decree 1-4: an incident's « rien ne va plus » stops the game; the ball is launched
+    # again as the next spin with the bets as they stood: none is taken in between.
+    for n, t in incidents.items():
+        stopped = spins[n].rnvp_ms if n in spins and spins[n].rnvp_ms is not None else t
+        relaunch = spins.setdefault(n + 1, SpinTimes(n + 1))
+        relaunch.incident = n
+        if relaunch.rnvp_ms is None or stopped < relaunch.rnvp_ms:
+            relaunch.rnvp_ms = stopped
     return sorted(spins.values(), key=lambda s: (s.outcome_ms or float("inf"), s.spin))
 
 
 def settle_bets(trace: Trace, key: bytes | None = None, table_file: str | None = None):
     """Settle the trace's bets spin by spin. Raises ImportError without the engine."""
-    from rmc.bets import parse_bet
+    from rmc.bets import parse_bet, positions_over
     from rmc.limits import Table
     from rmc.settle import settle
 
@@ -130,9 +148,10 @@ def settle_bets(trace: Trace, key: bytes | None = None, table_file: str | None =
                 target = i
                 break
             if t < s.outcome_ms or "spin" in rec:  # type: ignore[operator]
-                out.refused.append(
-                    {**where, "spin": s.spin, "reason": "placed after « rien ne va plus »"}
-                )
+                why = "placed after « rien ne va plus »"
+                if s.incident is not None:
+                    why += f" (the incident of spin {s.incident}, before its relaunch)"
+                out.refused.append({**where, "spin": s.spin, "reason": why})
                 target = -1
                 break
         if target is None:
@@ -147,6 +166,14 @@ def settle_bets(trace: Trace, key: bytes | None = None, table_file: str | None =
             continue
         if s.result is None:
             carried = bets  # void: the spin is played again, the bets stand
+            continue
+        # the table's maximum holds for a player's total on a position, not each line
+        over = positions_over([b for _, b in bets], table, [n for n, _ in bets])
+        for ns, why in over:
+            out.refused.extend({"bet": bets[i][0], "spin": s.spin, "reason": why} for i in ns)
+        dropped = {i for ns, _ in over for i in ns}
+        bets = [b for i, b in enumerate(bets) if i not in dropped]
+        if not bets:
             continue
         st = settle([b for _, b in bets], s.result)
         out.staked += st.staked
@@ -165,6 +192,12 @@ class CoreReplay:
     vs_truth: list[dict[str, Any]]  # spins whose outcome differs from the truth
     events: int = 0
     power_cuts: int = 0
+    refused: list[dict[str, Any]] = field(default_factory=list)  # commands the core refused
+
+    @property
+    def agrees(self) -> bool:
+        """The core took every command and gave the recorded frames and the truth."""
+        return not (self.vs_recorded or self.vs_truth or self.refused)
 
 
 def _wheel(header: dict[str, Any]) -> dict[str, Any]:
@@ -221,6 +254,7 @@ def run_core(trace: Trace) -> CoreReplay | None:
     table = None
     cuts = 0
     fed = 0
+    refused: list[dict[str, Any]] = []
 
     def power_up(t: int) -> Any:
         boot[0] += 1
@@ -259,15 +293,25 @@ def run_core(trace: Trace) -> CoreReplay | None:
                 continue
         else:
             ev = r.get("event")
-            try:
-                if ev == "session_open":
-                    table.handle(proto.C_OPEN, {"chef": str(r.get("chef", "chef"))})
-                elif ev == "last_three":
-                    table.handle(proto.C_LAST_THREE, {})
-                elif ev == "session_close":
-                    table.handle(proto.C_CLOSE, {"chef": str(r.get("chef", "chef"))})
-            except (KeyError, ValueError):
-                pass
+            cmd: tuple[str, dict[str, str]] | None = None
+            if ev == "session_open":
+                cmd = (proto.C_OPEN, {"chef": str(r.get("chef", "chef"))})
+            elif ev == "last_three":
+                cmd = (proto.C_LAST_THREE, {})
+            elif ev == "session_close":
+                cmd = (proto.C_CLOSE, {"chef": str(r.get("chef", "chef"))})
+                if r.get("reason"):
+                    cmd[1]["reason"] = str(r["reason"])
+            if cmd is not None:
+                try:
+                    ok, detail = table.handle(*cmd)
+                except (KeyError, ValueError) as e:
+                    ok, detail = False, f"bad command: {e}"
+                # A CLOSE after the table closed the session itself (the lid locked after
+                # the last coup) finds it closed: the same end. Any other refusal means the
+                # session did not go on the core as the recording says.
+                if not ok and not (cmd[0] == proto.C_CLOSE and detail == "closed"):
+                    refused.append({"t_us": t, "command": cmd[0], "detail": detail})
     checker = Checker()
     checker.feed_many(lines)
     report = checker.report()
@@ -295,4 +339,4 @@ def run_core(trace: Trace) -> CoreReplay | None:
         for s in sorted(set(truth) | set(got))
         if truth.get(s) != got.get(s) and not (truth.get(s, "").startswith("void") and s not in got)
     ]
-    return CoreReplay(lines, report, diff, vs_truth, fed, cuts)
+    return CoreReplay(lines, report, diff, vs_truth, fed, cuts, refused)

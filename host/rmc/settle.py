@@ -1,7 +1,8 @@
 """Settlement: who is paid what for a result, in the order and the words of decree 1-4 and 1-5.
 
 - A winner keeps its stake: it gets back stake × (payout + 1).
-- On `0` the chances simples lose half (the partage): half the stake goes back.
+- On `0` the chances simples lose half (the partage): half the stake goes back, rounded to the
+  table's unit as the table states (`Bet.partage`; what the rounding keeps is reported).
   On `00` and `CMC` they are lost.
 - Payments go player by player (in order of first appearance), and for each player in the
   decree's order: colonne, passe, impair, noir, rouge, pair, manque, douzaine, transversale,
@@ -16,7 +17,8 @@ results in milliseconds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -53,13 +55,26 @@ def announce_result(result: str) -> str:
     return f"{result}, {colour}, {parity} et {half}"
 
 
+def half_of(bet: Bet) -> Decimal:
+    """The exact half of a bet's stake, before the table's rounding."""
+    return EXACT.divide(bet.stake, _TWO)
+
+
 def announce_payment(bet: Bet, outcome: int, winnings: Decimal, returned: Decimal) -> str | None:
     """The croupier's detail of one payment, e.g. "Plein du 17 : 35 fois 10, 350"."""
     name = bet.position.name
     if outcome == WIN:
         return f"{name} : {bet.position.payout} fois {fmt_fr(bet.stake)}, {fmt_fr(winnings)}"
     if outcome == HALF:
-        return f"{name} : partage, la moitié de {fmt_fr(bet.stake)}, {fmt_fr(returned)}"
+        half = half_of(bet)
+        said = f"{name} : partage, la moitié de {fmt_fr(bet.stake)}, {fmt_fr(half)}"
+        if returned == half or bet.partage is None:
+            return said
+        kept = EXACT.subtract(half, returned)
+        return (
+            f"{said}, arrondie à {fmt_fr(returned)} (unité {fmt_fr(bet.partage.unit)}) ; "
+            f"l'arrondi garde {fmt_fr(kept)}"
+        )
     return None
 
 
@@ -71,6 +86,9 @@ class Payment:
     paid: Decimal  # what goes back to the player: stake + winnings, half the stake, or 0
     winnings: Decimal  # paid less the stake, for a win; 0 otherwise
     announcement: str | None
+    # A partage: the exact half less what was given back, kept by the table's rounding to its
+    # unit (negative when the table rounds up). 0 for every other outcome.
+    kept: Decimal = _ZERO
 
     @property
     def player(self) -> str:
@@ -93,6 +111,15 @@ class Payment:
         }
         if pos.index is not None:
             out["index"] = pos.index
+        if self.outcome == HALF:
+            rule = self.bet.partage
+            out["partage"] = {
+                "half": fmt(half_of(self.bet)),
+                "given_back": fmt(self.paid),
+                "kept": fmt(self.kept),
+                "unit": fmt(rule.unit) if rule else None,
+                "rounding": rule.rounding if rule else "exact",
+            }
         return out
 
 
@@ -108,6 +135,11 @@ class Statement:
     def house(self) -> Decimal:
         return EXACT.subtract(self.staked, self.paid)
 
+    @property
+    def partage_kept(self) -> Decimal:
+        """What the rounding of partages kept for the table (part of `house`)."""
+        return total(p.kept for p in self.payments)
+
     def to_json(self) -> dict:
         return {
             "result": self.result,
@@ -117,31 +149,44 @@ class Statement:
                 "staked": fmt(self.staked),
                 "paid": fmt(self.paid),
                 "house": fmt(self.house),
+                "partage_kept": fmt(self.partage_kept),
             },
         }
 
 
 class Book:
-    """A table's bets, prepared to be settled against any result."""
+    """A table's bets, prepared to be settled against any result.
+
+    Lean for very large tables (issue 20): what a bet returns is computed once per stake,
+    payout and partage rule and shared, and the paying order is one sort of integers."""
 
     def __init__(self, bets: Sequence[Bet]):
         self.bets = list(bets)
         # amounts[i][outcome]: what bet i returns for that outcome. Exact: EXACT raises
-        # rather than round, and stake x 36 or stake / 2 never need rounding at prec 60.
-        self.amounts = [
-            (
-                _ZERO,
-                EXACT.divide(b.stake, _TWO),
-                EXACT.multiply(b.stake, Decimal(b.position.payout + 1)),
-            )
-            for b in self.bets
-        ]
+        # rather than round, and stake x 36 or stake / 2 never need rounding at prec 60. The
+        # partage alone is rounded, to the table's unit, by the rule the bet carries.
+        shared: dict[tuple, tuple[Decimal, Decimal, Decimal]] = {}
+        amounts = []
+        for b in self.bets:
+            # the stake's spelling is part of the key: Decimal("10") == Decimal("10.0")
+            rule = b.partage
+            key = (str(b.stake), b.position.payout, rule and (str(rule.unit), rule.rounding))
+            got = shared.get(key)
+            if got is None:
+                got = shared[key] = (
+                    _ZERO,
+                    rule.give_back(b.stake) if rule else EXACT.divide(b.stake, _TWO),
+                    EXACT.multiply(b.stake, Decimal(b.position.payout + 1)),
+                )
+            amounts.append(got)
+        self.amounts = amounts
         self.outcomes = [b.position.outcomes for b in self.bets]
         self.staked = total(b.stake for b in self.bets)
-        # Paying order does not depend on the result except for who wins: precompute the
-        # sort key of every bet (player rank, decree rank, input order).
+        # Paying order does not depend on the result except for who wins: precompute each
+        # bet's player rank and decree rank; settle() sorts on one integer per bet.
         rank = {p: i for i, p in enumerate(players_in_order(self.bets))}
-        self._keys = [(rank[b.player], PAYING_RANK[b.type], i) for i, b in enumerate(self.bets)]
+        self._player_rank = [rank[b.player] for b in self.bets]
+        self._decree_rank = [PAYING_RANK[b.type] for b in self.bets]
 
     def outcome_codes(self, index: int) -> list[int]:
         """The outcome of every bet for the result of that index (numbers.INDEX)."""
@@ -151,22 +196,32 @@ class Book:
         """What goes back to each bet's player for the result of that index."""
         return [a[o[index]] for a, o in zip(self.amounts, self.outcomes, strict=True)]
 
+    def paying_order(self, codes: list[int]) -> list[int]:
+        """The bets' indices in paying order: per player, winners (and partages) in decree
+        order, then the losing bets; input order last. One integer key per bet, built from
+        (player rank, lost, decree rank, index), is far quicker to sort than tuples."""
+        n = len(self.bets)
+        ranks = len(PAYING_RANK)
+        keys = [
+            ((p * 2 + (c == LOSE)) * ranks + d) * n + i
+            for i, (p, c, d) in enumerate(
+                zip(self._player_rank, codes, self._decree_rank, strict=True)
+            )
+        ]
+        keys.sort()
+        return [k % n for k in keys] if n else []
+
     def settle(self, result: str) -> Statement:
         index = result_index(result)
         codes = self.outcome_codes(index)
-        order = sorted(
-            range(len(self.bets)),
-            # Per player: winners (and partages) in decree order, then the losing bets.
-            key=lambda i: (self._keys[i][0], codes[i] == LOSE, self._keys[i][1], i),
-        )
         payments = []
-        for i in order:
+        for i in self.paying_order(codes):
             bet, code = self.bets[i], codes[i]
             paid = self.amounts[i][code]
             winnings = EXACT.subtract(paid, bet.stake) if code == WIN else _ZERO
-            payments.append(
-                Payment(i, bet, code, paid, winnings, announce_payment(bet, code, winnings, paid))
-            )
+            kept = EXACT.subtract(half_of(bet), paid) if code == HALF else _ZERO
+            said = announce_payment(bet, code, winnings, paid)
+            payments.append(Payment(i, bet, code, paid, winnings, said, kept))
         return Statement(
             result=result,
             announcement=announce_result(result),
@@ -174,6 +229,96 @@ class Book:
             staked=self.staked,
             paid=total(p.paid for p in payments),
         )
+
+    def write_json(
+        self,
+        result: str,
+        write: Callable[[str], object],
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
+        """The statement's JSON, as json.dump(self.settle(result).to_json(), indent=2,
+        ensure_ascii=False) writes it, character for character, written piece by piece:
+        no Payment and no dict is built per bet, and a payment's text after its player and
+        index is made once for all the bets alike (issue 20). `progress` is told how many
+        payments are written, now and then."""
+        index = result_index(result)
+        codes = self.outcome_codes(index)
+        order = self.paying_order(codes)
+        write(
+            "{\n"
+            f'  "result": {_json_text(result)},\n'
+            f'  "announcement": {_json_text(announce_result(result))},\n'
+        )
+        players: dict[str, str] = {}
+        bodies: dict[tuple, str] = {}
+        paid_total = kept_total = _ZERO
+        write('  "payments": [\n' if order else '  "payments": [],\n')
+        chunk: list[str] = []
+        for n, i in enumerate(order):
+            bet, code = self.bets[i], codes[i]
+            paid = self.amounts[i][code]
+            rule = bet.partage
+            # all that the text after the player and the index depends on (the amounts
+            # follow from the stake, the payout and the rule)
+            key = (
+                bet.position,
+                str(bet.stake),
+                bet.chip,
+                bet.exception,
+                rule and (str(rule.unit), rule.rounding),
+                code,
+            )
+            body = bodies.get(key)
+            if body is None:
+                body = bodies[key] = _payment_body(bet, code, paid)
+            paid_total = EXACT.add(paid_total, paid)
+            if code == HALF:
+                kept_total = EXACT.add(kept_total, EXACT.subtract(half_of(bet), paid))
+            name = players.get(bet.player)
+            if name is None:
+                name = players[bet.player] = _json_text(bet.player)
+            chunk.append(
+                f'{_BETWEEN if n else ""}    {{\n      "player": {name},\n'
+                f'      "bet_index": {i},\n{body}\n    }}'
+            )
+            if len(chunk) == _CHUNK:
+                write("".join(chunk))
+                chunk = []
+                if progress is not None:
+                    progress(n + 1)
+        if order:
+            write("".join(chunk) + "\n  ],\n")
+        totals = {
+            "staked": fmt(self.staked),
+            "paid": fmt(paid_total),
+            "house": fmt(EXACT.subtract(self.staked, paid_total)),
+            "partage_kept": fmt(kept_total),
+        }
+        text = json.dumps(totals, ensure_ascii=False, indent=2).replace("\n", "\n  ")
+        write(f'  "totals": {text}\n}}\n')
+        if progress is not None:
+            progress(len(order))
+
+
+_CHUNK = 2000  # payments written at once
+_BETWEEN = ",\n"  # between two payments
+
+
+def _json_text(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _payment_body(bet: Bet, code: int, paid: Decimal) -> str:
+    """A payment's JSON lines after "player" and "bet_index", indented as in the statement
+    (three levels: 6 spaces), without the braces; json.dumps makes them, so that they are
+    what json.dump writes for the whole statement."""
+    winnings = EXACT.subtract(paid, bet.stake) if code == WIN else _ZERO
+    kept = EXACT.subtract(half_of(bet), paid) if code == HALF else _ZERO
+    said = announce_payment(bet, code, winnings, paid)
+    whole = Payment(0, bet, code, paid, winnings, said, kept).to_json()
+    del whole["player"], whole["bet_index"]
+    lines = json.dumps(whole, ensure_ascii=False, indent=2).split("\n")[1:-1]
+    return "\n".join("    " + line for line in lines)
 
 
 def settle(bets: Sequence[Bet], result: str) -> Statement:

@@ -1,7 +1,8 @@
 """Import of Cammegh SlingShot logs: status lines turned into a trace of our frames.
 
 A SlingShot 2 wheel sends `*X;state;spin;win;warnings;rotor_rpm×10;direction` every 500 ms
-(9600 8N1, no checksum). Logs often prefix each line with a time stamp, e.g.
+(9600 8N1, no checksum), the winning number right-aligned in two characters (`*X;5;011; 4;…`).
+Logs often prefix each line with a time stamp, e.g.
 `[2025-09-16 06:45:24.582] Receive >>> *X;3;1042;0;0;268;1`.
 
 States: 1 before game, 2 place bets, 3 ball in rim, 4 no more bets, 5 winning number,
@@ -13,8 +14,16 @@ VOID, STAT, FAULT), numbered as one boot, untagged, in a trace of source "slings
 original lines are kept as "slingshot" records. What a SlingShot does not report (ball
 revolutions, drop) is left out, and the checker skips the rules that need it.
 
+Nothing is mended (issues 19 and 20): a line holding `*X;` that cannot be read, a bad time
+stamp, an unknown state, a number that is not one of our pockets, and lines that disagree
+(a spin counter going back or jumping, a state-4 or state-5 line of a spin never seen
+launched, a winning number changing) are each a `Damage`: a note saying why and a damaged
+frame that `rmc check` counts (crc_errors), so the trace never checks clean. A result is
+given to the spin its own line names, never to another.
+
 Assumptions, documented in docs/traces.md: direction "0" is clockwise and "1" anticlockwise
-(as seen from above); a launch failure (8) is voided as fewer than 4 revolutions.
+(as seen from above); a launch failure (8) is voided as fewer than 4 revolutions; a 38-pocket
+(American) wheel reports 00 as 37.
 """
 
 from __future__ import annotations
@@ -29,11 +38,16 @@ from rmc.trace import make_header
 from rmcfw import numbers, proto
 from rmcfw.frames import Encoder
 
+MARK = "*X;"  # a line holding it is a status line: read, or reported
+# Bounded fields: a hostile log cannot make int() slow or fail on a huge number.
 _LINE = re.compile(
-    r"^\s*(?:\[(?P<ts>\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:\.\d+)?)\][^*]*)?"
-    r"\*X;(?P<state>\d+);(?P<spin>\d+);(?P<win>[0-9A-Za-z]*);(?P<warn>[0-9A-Fa-f]*);"
-    r"(?P<rpm>\d*);(?P<dir>[0-9A-Za-z]*)\s*$"
+    r"\s*(?:\[(?P<ts>[^\]]*)\][^*]*)?"
+    r"\*X;(?P<state>\d{1,3});(?P<spin>\d{1,9});(?P<win>(?: ?\d|\d\d)?);"
+    r"(?P<warn>[0-9A-Fa-f]{1,2});(?P<rpm>\d{1,6});(?P<dir>[0-9A-Za-z]{1,3})\s*"
 )
+_TS = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = datetime(1970, 1, 1, 0, 0, 0, 1, tzinfo=UTC) - _EPOCH  # one microsecond
 
 W_BALL_MISSING = 1
 W_SAME_DIR = 2
@@ -49,65 +63,134 @@ _STATES = {
     5: proto.S_RESULT,
     6: proto.S_CLOSED,
 }
+POCKETS = (37, 38)  # the wheels a SlingShot is built as: European, American
 
 
 @dataclass
 class Imported:
     records: list[dict[str, Any]]
     lines: int = 0
-    status_lines: int = 0
+    status_lines: int = 0  # lines holding "*X;", read or not
     skipped: list[int] = field(default_factory=list)  # line numbers that were not status lines
     spins: int = 0
+    damage: list[tuple[int, str]] = field(default_factory=list)  # (line number, why)
+
+
+def pocket(win: str, pockets: int = 37) -> str | None:
+    """Our label for a SlingShot winning number (" 4", "23", "37"), or None when it is not a
+    pocket of ours. A 38-pocket wheel reports 00 as 37; "00" or "05" are not the wheel's
+    writing (it pads with a space), so they are no number at all."""
+    text = win.strip()
+    if not text.isdigit() or (len(text) > 1 and text[0] == "0"):
+        return None
+    n = int(text)
+    if n <= 36:
+        return str(n)
+    if n == 37 and pockets == 38:
+        return numbers.DOUBLE_ZERO
+    return None
 
 
 def _epoch_ms(ts: str) -> float:
-    dt = datetime.fromisoformat(ts.replace(" ", "T")).replace(tzinfo=UTC)
-    return dt.timestamp() * 1000
+    """Milliseconds since 1970 (UTC) of a log time stamp; ValueError when it is none."""
+    m = _TS.fullmatch(ts)
+    if not m:
+        raise ValueError("not YYYY-MM-DD hh:mm:ss[.fff]")
+    y, mo, d, h, mi, s = (int(x) for x in m.groups()[:6])
+    us = int((m.group(7) or "0").ljust(6, "0"))
+    dt = datetime(y, mo, d, h, mi, s, us, tzinfo=UTC)  # ValueError: month 13, hour 25, …
+    return (dt - _EPOCH) // _US / 1000
 
 
-def import_log(text: str, table: str = "slingshot", period_ms: int = 500) -> Imported:
-    """Convert a SlingShot log into trace records (header first)."""
+def _show(text: str, limit: int = 60) -> str:
+    """A field or line quoted in a reason, cut short: a hostile line may be long."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
+def import_log(
+    text: str, table: str = "slingshot", period_ms: int = 500, pockets: int = 37
+) -> Imported:
+    """Convert a SlingShot log into trace records (header first). pockets: 37 (European
+    wheel) or 38 (American, 00 reported as 37)."""
+    if pockets not in POCKETS:
+        raise ValueError(f"a SlingShot has {' or '.join(map(str, POCKETS))} pockets")
     enc = Encoder(table, 1)
-    header = make_header(table, "slingshot", firmware="cammegh-slingshot", wheel=None)
+    header = make_header(
+        table, "slingshot", firmware="cammegh-slingshot", wheel=None, slingshot_pockets=pockets
+    )
     header["wheel"] = "unknown"
     records: list[dict[str, Any]] = [header]
     out = Imported(records)
     t0: float | None = None
+    last_t = 0.0
     prev_state: int | None = None
-    spin: int | None = None
-    rdir = "?"
+    counter: int | None = None  # the spin counter of the last line read
+    spin: int | None = None  # the last spin seen launched (state 3)
+    outcome: str | None = None  # the win field of that spin's first state-5 line
     warn_seen = 0  # warnings seen during the current spin
     fault_on = False
-    last_t = 0.0
 
     def emit(ftype: str, fields: tuple, t: float) -> None:
         ms = int(t - (t0 or 0))
         line = bytes(enc.frame(ftype, fields, ms=max(ms, 0))).rstrip(b"\n").decode("ascii")
         records.append({"kind": "frame", "rx_ms": round(t, 3), "line": line})
 
+    def damage(n: int, why: str, t: float) -> None:
+        # A note says why; a damaged frame (a "$" line without CRC, holding none of the log's
+        # text, so no forged frame can ride in it) makes `rmc check` count it.
+        out.damage.append((n, why))
+        records.append({"kind": "note", "t_ms": round(t, 3), "text": f"slingshot line {n}: {why}"})
+        records.append(
+            {"kind": "frame", "rx_ms": round(t, 3), "line": f"$damaged slingshot line {n}"}
+        )
+
     for n, raw in enumerate(text.splitlines(), 1):
         out.lines += 1
-        m = _LINE.match(raw)
-        if not m:
+        if MARK not in raw:
             if raw.strip():
                 out.skipped.append(n)
             continue
         out.status_lines += 1
+        line = raw.strip()
+        m = _LINE.fullmatch(raw)
+        if not m:
+            records.append({"kind": "slingshot", "t_ms": round(last_t, 3), "line": line})
+            damage(n, f"status line that cannot be read: {_show(line)}", last_t)
+            continue
         ts = m.group("ts")
-        try:
-            t = _epoch_ms(ts) if ts else last_t + period_ms
-        except ValueError:
+        if ts is not None:
+            try:
+                t = _epoch_ms(ts)
+            except ValueError:
+                records.append({"kind": "slingshot", "t_ms": round(last_t, 3), "line": line})
+                damage(n, f"bad time stamp {_show(ts)}: line not read", last_t)
+                continue
+        else:
             t = last_t + period_ms
         last_t = t
         if t0 is None:
             t0 = t
-        records.append({"kind": "slingshot", "t_ms": round(t, 3), "line": raw.strip()})
+        records.append({"kind": "slingshot", "t_ms": round(t, 3), "line": line})
         state = int(m.group("state"))
+        if state not in _STATES:
+            damage(n, f"unknown state {state}: line not read", t)
+            continue
+        rdir = _DIRS.get(m.group("dir").lower())
+        if rdir is None:
+            damage(n, f"unknown rotor direction {_show(m.group('dir'))}: line not read", t)
+            continue
         n_spin = int(m.group("spin"))
-        warn = int(m.group("warn") or "0", 16)
-        rpm10 = int(m.group("rpm") or "0")
-        rdir = _DIRS.get(m.group("dir").lower(), "?")
-        warn_seen |= warn
+        warn = int(m.group("warn"), 16)
+        rpm10 = int(m.group("rpm"))
+        win = m.group("win")
+
+        # The spin counter only moves forward, by one at a time.
+        if counter is not None and n_spin < counter:
+            damage(n, f"spin counter went back from {counter} to {n_spin}", t)
+        elif counter is not None and n_spin > counter + 1:
+            damage(n, f"spin counter jumped from {counter} to {n_spin}", t)
+        counter = n_spin
+
         if bool(warn & W_FAULT) != fault_on:
             fault_on = not fault_on
             emit(
@@ -115,35 +198,64 @@ def import_log(text: str, table: str = "slingshot", period_ms: int = 500) -> Imp
                 ("code", proto.F_ROTOR, "on", int(fault_on), "detail", "slingshot warning 4"),
                 t,
             )
-        if state == prev_state:
-            continue
+        changed = state != prev_state
         prev_state = state
-        rotor_ms = 600000 // rpm10 if rpm10 else 0
-        emit(
-            proto.T_STATUS,
-            ("state", _STATES.get(state, "?"), "spin", n_spin, "rotor_ms", rotor_ms, "rdir", rdir),
-            t,
-        )
+        if changed:
+            rotor_ms = 600000 // rpm10 if rpm10 else 0
+            emit(
+                proto.T_STATUS,
+                ("state", _STATES[state], "spin", n_spin, "rotor_ms", rotor_ms, "rdir", rdir),
+                t,
+            )
+
+        # Which spin a line belongs to is its own counter: never the spin before or after.
         if state == 3:
-            spin = n_spin
-            warn_seen = warn
-            same = bool(warn & W_SAME_DIR)
-            bdir = rdir if same else {"cw": "ccw", "ccw": "cw"}.get(rdir, "?")
-            emit(proto.T_LAUNCH, ("spin", spin, "rdir", rdir, "bdir", bdir), t)
-            out.spins += 1
-        elif state == 4 and spin is not None:
-            emit(proto.T_RNVP, ("spin", spin, "why", "limit"), t)
-        elif state == 5 and spin is not None:
-            win = m.group("win")
+            if n_spin == spin and outcome is not None:
+                damage(n, f"spin {n_spin} launched again after its winning number", t)
+            elif n_spin == spin and not changed:
+                warn_seen |= warn
+            else:
+                if spin is not None and n_spin != spin and outcome is None:
+                    damage(n, f"spin {spin} ended without a winning number", t)
+                if n_spin != spin:
+                    out.spins += 1
+                spin, outcome, warn_seen = n_spin, None, warn  # a launch, or a relaunch
+                same = bool(warn & W_SAME_DIR)
+                bdir = rdir if same else {"cw": "ccw", "ccw": "cw"}[rdir]
+                emit(proto.T_LAUNCH, ("spin", spin, "rdir", rdir, "bdir", bdir), t)
+        elif state in (4, 5) and n_spin != spin:
+            damage(n, f"state-{state} line for spin {n_spin}, never seen launched", t)
+        elif state == 4:
+            warn_seen |= warn
+            if outcome is not None:
+                damage(n, f"no more bets after spin {spin}'s winning number", t)
+            elif changed:
+                emit(proto.T_RNVP, ("spin", spin, "why", "limit"), t)
+        elif state == 5 and outcome is not None:
+            if win.strip() != outcome.strip():  # " 4" and "4" are one number
+                damage(
+                    n,
+                    f"winning number of spin {spin} changed from {_show(outcome)} to "
+                    f"{_show(win)}: the first one stands",
+                    t,
+                )
+        elif state == 5:
+            warn_seen |= warn
+            outcome = win
+            label = pocket(win, pockets)
             if warn_seen & W_SAME_DIR:
                 emit(proto.T_VOID, ("spin", spin, "reason", proto.V_SAME_DIR), t)
             elif warn_seen & W_BALL_MISSING:
                 emit(proto.T_VOID, ("spin", spin, "reason", proto.V_BALL_OUT), t)
             elif warn_seen & W_LAUNCH_FAILED:
                 emit(proto.T_VOID, ("spin", spin, "reason", proto.V_FEW_REVS), t)
-            elif win in numbers.INDEX:
-                emit(proto.T_RESULT, result_fields(spin, win), t)
+            elif label is None:
+                damage(
+                    n,
+                    f"winning number {_show(win)} of spin {spin} is not a pocket of a "
+                    f"{pockets}-pocket wheel: no result",
+                    t,
+                )
             else:
-                emit(proto.T_RESULT, ("spin", spin, "num", win), t)  # the checker flags it
-            spin = None
+                emit(proto.T_RESULT, result_fields(spin, label), t)
     return out

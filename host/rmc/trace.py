@@ -180,6 +180,10 @@ def parse_trace(data: bytes) -> Trace:
         if obj["kind"] == "frame" and not isinstance(obj.get("line"), str):
             errors.append(f"line {n}: frame record without a line")
             continue
+        bad = record_error(obj)
+        if bad:
+            errors.append(f"line {n}: {bad}")  # reported, and not played as if it were right
+            continue
         records.append(obj)
     if header is None:
         raise TraceError("empty trace")
@@ -190,6 +194,34 @@ def parse_trace(data: bytes) -> Trace:
             "after that line is not in the file"
         )
     return Trace(header, records, errors, end)
+
+
+def _is_time(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def record_error(r: dict[str, Any]) -> str | None:
+    """What is wrong with a sensor, power or truth record (None: nothing). These records
+    are played into the firmware core and compared with the truth: a wrong one is damage."""
+    kind = r["kind"]
+    if kind not in ("sensor", "power", "truth"):
+        return None
+    if not _is_time(r.get("t_us")):
+        return f"{kind} record without a time (t_us: {r.get('t_us')!r})"
+    if kind == "sensor":
+        from rmcfw import channels
+
+        try:
+            channels.parse(r.get("ch"))  # type: ignore[arg-type]
+        except (TypeError, ValueError, AttributeError):
+            return f"sensor record on no channel of the table ({r.get('ch')!r})"
+        if r.get("v") not in (0, 1) or isinstance(r.get("v"), bool):
+            return f"sensor record with a value that is not 0 or 1 ({r.get('v')!r})"
+    elif kind == "power" and r.get("event") not in ("cut", "restore"):
+        return f"power record whose event is not cut or restore ({r.get('event')!r})"
+    elif kind == "truth" and not isinstance(r.get("event"), str):
+        return f"truth record without an event ({r.get('event')!r})"
+    return None
 
 
 def _end_errors(n: int, end: dict[str, Any], lines: int, sha256: str) -> list[str]:

@@ -27,6 +27,11 @@ Its rows also give the file's bound (`rmc.rnvp.ceiling`): the most spins any pre
 could call within ±0.5 s with none late, lines that share their first laps being called
 alike until they part (every spin on the generated sets, whose lines part before their
 calls are due).
+
+Then a very large file (issue 20): `rmc rnvp --json` on LARGE_LINES lines (lapgen's wheels in
+turn, 10 ms; about 10.7 laps a line), run as a process, its wall time and peak memory, beside
+the predictor's own time on the same spins (rmc.rnvp.replay alone): the rest is the host's.
+RMC_BENCH_LARGE_LINES=N changes the count (0: skip).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -356,11 +362,90 @@ def main() -> int:
         f"predictor per ball pass: {cp:.0f} µs under CPython, "
         + (f"{mp:.0f} µs under MicroPython (WebAssembly)" if mp else "MicroPython run failed")
     )
+    large = large_file(con)
     (ROOT / "build").mkdir(exist_ok=True)
     (ROOT / "build" / "bench_rnvp.json").write_text(
-        json.dumps({"sets": rows, "us_per_pass": {"cpython": cp, "micropython": mp}}, indent=1)
+        json.dumps(
+            {"sets": rows, "us_per_pass": {"cpython": cp, "micropython": mp}, "large": large},
+            indent=1,
+        )
     )
     return 0 if late_total == 0 and mp is not None else 1
+
+
+LARGE_LINES = int(os.environ.get("RMC_BENCH_LARGE_LINES", "20000"))
+# issue 20's starting point on this machine (2 cores, shared): s, MB, for rmc rnvp --json
+BEFORE = {20_000: (70.8, 138)}
+
+
+def large_lines(count: int) -> list[list[float]]:
+    """lapgen's wheels in turn, 500 spins each, 10 ms; two lines in three only the last 5-10
+    laps (as datasets() draws them); laps to the millisecond, as a file holds them."""
+    out: list[list[float]] = []
+    k = 0
+    while len(out) < count:
+        last, seed = WHEELS[k % len(WHEELS)]
+        w = lapgen.Wheel(lapgen.Rng(seed * 1000 + k), last)
+        for i in range(min(500, count - len(out))):
+            keep = None if i % 3 else 5 + i % 6
+            out.append([round(x, 3) for x in lapgen.laps(w.spin(noise_s=0.01, keep=keep))])
+        k += 1
+    return out
+
+
+# `rmc ARGS`, then its own peak memory on stderr (the MicroPython run is a child process too:
+# RUSAGE_CHILDREN would give the larger of the two)
+_PEAK = (
+    "import resource, sys\n"
+    "from rmc.cli import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "sys.exit(code)\n"
+)
+
+
+def large_file(con: Console) -> dict | None:
+    if LARGE_LINES <= 0:
+        return None
+    spins = large_lines(LARGE_LINES)
+    passes = sum(len(x) for x in spins)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "laps.csv"
+        path.write_text("".join(",".join(f"{x:.3f}" for x in laps) + "\n" for laps in spins))
+        start = time.perf_counter()
+        run = subprocess.run(
+            [sys.executable, "-c", _PEAK, "rnvp", "--json", str(path)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        took = time.perf_counter() - start
+        peak_mb = int(run.stderr.split()[-1]) / 1024  # its own maximum resident set, kB
+        start = time.perf_counter()
+        replay(read_laps(path))
+        predictor = time.perf_counter() - start
+    t = Table(title=f"rmc rnvp --json on {LARGE_LINES:,} lines ({passes:,} laps)")
+    for col in ("", "wall time", "peak memory", "the predictor alone", "per lap"):
+        t.add_column(col, justify="right" if col else "left")
+    if LARGE_LINES in BEFORE:
+        s, mb = BEFORE[LARGE_LINES]
+        t.add_row("before issue 20", f"{s:.0f} s", f"{mb} MB", "", "")
+    t.add_row(
+        "now" + ("" if run.returncode == 0 else f" (exit {run.returncode})"),
+        f"{took:.1f} s",
+        f"{peak_mb:.0f} MB",
+        f"{predictor:.1f} s",
+        f"{predictor / passes * 1e6:.0f} µs",
+    )
+    con.print(t)
+    return {
+        "lines": LARGE_LINES,
+        "laps": passes,
+        "s": took,
+        "mb": peak_mb,
+        "predictor_s": predictor,
+    }
 
 
 if __name__ == "__main__":

@@ -127,3 +127,30 @@ def test_load_key():
     assert frames.load_key("00" * 16 + "\n") == bytes(16)
     raises(ValueError, frames.load_key, "abcd")
     raises(ValueError, frames.load_key, "zz" * 16)
+
+
+def _with_crc(body):
+    return body + b"*" + frames.crc_hex(body) + b"\n"
+
+
+def test_one_spelling_per_frame_escapes_only_where_needed():
+    # %2c is a comma, which must be escaped; %41 is an "A", which must not be
+    f = frames.decode(_with_crc(b"$1,T01,1,2,0,INC,spin=1,step=a%2cb"))
+    assert f.fields["step"] == "a,b"
+    raises(frames.FrameError, frames.decode, _with_crc(b"$1,T01,1,2,0,INC,spin=1,step=%41"))
+
+
+def test_a_frame_longer_than_the_limit_is_refused_even_with_a_right_crc():
+    head = b"$1,T01,1,2,0,INC,spin=1,step="
+    fits = head + b"x" * (frames.MAX_LINE - 9 - len(head))
+    assert len(_with_crc(fits)) == frames.MAX_LINE + 1  # 250 bytes and the newline
+    assert frames.decode(_with_crc(fits)).fields["step"] == "x" * (len(fits) - len(head))
+    raises(frames.FrameError, frames.decode, _with_crc(fits + b"x"))
+
+
+def test_field_numbers_have_one_spelling():
+    fields = {"n": "12", "zero": "0", "plus": "+5", "lead": "05", "space": " 5", "u": "5_0"}
+    assert frames.field_uint(fields, "n") == 12 and frames.field_uint(fields, "zero") == 0
+    assert frames.field_uint(fields, "none", 10) == 10
+    for k in ("plus", "lead", "space", "u", "none"):
+        raises(frames.FrameError, frames.field_uint, fields, k)

@@ -161,7 +161,8 @@ def test_two_pockets_held_is_an_object_and_the_incident_procedure_runs():
     tb.feed(t + 3_200_000, 12, 1)  # the pocket of the previous result
     t = t + 3_200_000
     run(tb, [(t + 2_000_000, 12, 1)], until=t + 2_000_000)
-    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "ball_back"}
+    # the pocket it is back in goes with it, for the host to check
+    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "ball_back", "num": WHEEL[12]}
     tb.feed(t + 2_100_000, 12, 0)
     n_rnvp = len(fr.of(proto.T_RNVP))
     play(tb, t + 3_000_000, 1, -1, 25)
@@ -320,10 +321,10 @@ def test_close_is_refused_while_the_lid_is_open_or_spins_remain():
 
 def test_set_and_recall():
     tb, fr = open_table()
-    assert tb.handle(proto.C_SET, {"key": "settle_ms", "value": "800"}) == (True, "")
+    assert tb.handle(proto.C_SET, {"key": "settle_ms", "value": "800", "by": "E1"}) == (True, "")
     assert tb.cfg.settle_ms == 800
     try:
-        tb.handle(proto.C_SET, {"key": "settle_ms", "value": "5"})
+        tb.handle(proto.C_SET, {"key": "settle_ms", "value": "5", "by": "E1"})
     except ValueError:
         pass
     else:
@@ -457,7 +458,8 @@ def test_power_cut_during_an_incident_keeps_the_procedure():
     # the ball is put back where the previous result was, then launched again
     tb2.feed(t_on + 100_000, 12, 1)
     run(tb2, [], until=t_on + 2_500_000)
-    assert fr2.of(proto.T_INCIDENT) == [{"spin": 2, "step": "ball_back"}], fr2.frames
+    back = {"spin": 2, "step": "ball_back", "num": WHEEL[12]}
+    assert fr2.of(proto.T_INCIDENT) == [back], fr2.frames
     tb2.feed(t_on + 2_600_000, 12, 0)
     play(tb2, t_on + 3_000_000, 1, -1, 25)
     assert fr2.of(proto.T_INCIDENT)[-1] == {"spin": 2, "step": "relaunch"}
@@ -871,7 +873,8 @@ def test_the_longest_incident_ms_allowed_still_ends_the_incident():
     # did and the table stayed locked in the incident).
     tb, fr = open_table()
     _lo, hi = config.bounds("incident_ms")
-    assert tb.handle(proto.C_SET, {"key": "incident_ms", "value": str(hi)}) == (True, "")
+    fields = {"key": "incident_ms", "value": str(hi), "by": "E1"}
+    assert tb.handle(proto.C_SET, fields) == (True, "")
     t_inc, _ev, _t_end = _incident_in_spin_2(tb)
     run(tb, [], until=t_inc + (hi - 2000) * 1000, step_us=50_000)
     assert fr.of(proto.T_INCIDENT) == [{"spin": 2, "step": "start"}]  # not yet
@@ -897,7 +900,8 @@ def test_a_chip_taken_for_the_drop_teaches_the_predictor_nothing():
     assert tb.pred.learned == learned
     assert fr.of(proto.T_INCIDENT) == [{"spin": 1, "step": "start"}]  # the ball still runs
     run(tb, [], until=passes[-1] + 5_000_000)  # the ball stopped, the chip lies in 30
-    assert fr.of(proto.T_INCIDENT)[-1] == {"spin": 1, "step": "ball_back"}
+    back = fr.of(proto.T_INCIDENT)[-1]
+    assert back["step"] == "ball_back" and back["num"] in WHEEL, back
 
 
 def test_bets_opening_with_the_ball_in_a_pocket_is_no_stuck_sensor():
@@ -951,7 +955,7 @@ def test_a_safety_limit_set_by_hand_is_kept():
     tb = table.Table({"pockets": WHEEL, "geometry": _GEOMETRY}, Frames())
     tb.start(0)
     assert tb.pred.limit() > 1.4
-    assert tb.handle(proto.C_SET, {"key": "limit_ms", "value": "800"}) == (True, "")
+    assert tb.handle(proto.C_SET, {"key": "limit_ms", "value": "800", "by": "E1"}) == (True, "")
     assert tb.pred.limit() == 0.8
 
 
@@ -962,7 +966,7 @@ def test_a_safety_limit_set_by_hand_to_its_default_is_kept_over_a_power_cut():
     wheel = {"pockets": WHEEL, "geometry": _GEOMETRY}
     tb = table.Table(wheel, Frames(), store.Store(d))
     tb.start(0)
-    assert tb.handle(proto.C_SET, {"key": "limit_ms", "value": "1400"}) == (True, "")
+    assert tb.handle(proto.C_SET, {"key": "limit_ms", "value": "1400", "by": "E1"}) == (True, "")
     assert tb.pred.limit() == 1.4
     assert store.Store(d).load()["cfg"] == {"limit_ms": 1400}
     tb2 = table.Table(wheel, Frames(), store.Store(d))

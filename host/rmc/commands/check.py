@@ -1,7 +1,8 @@
 """`rmc check TRACE [--key-file FILE] [--json]`: integrity and decree rules of a recording.
 
 TRACE is a trace file (docs/traces.md) or a raw capture of the line, told apart by content.
-Exit status: 0 clean, 1 corruption, forgery, gaps or rule violations found, 2 unusable input.
+Exit status: 0 clean; 1 corruption, forgery, gaps, rule violations, tamper, the lid opened
+while closed or a fault left active; 2 unusable input.
 """
 
 from __future__ import annotations
@@ -13,6 +14,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
+
+from rmc.console import err_console, out_console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,17 +50,20 @@ def unusable(command: str, e: OSError | ValueError, as_json: bool, err: Console)
     msg = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
     if as_json:
         print(json.dumps({"error": msg, "usable": False}))
-    err.print(f"[red]rmc {command}: {msg}[/red]")
+    err.print(Text(f"rmc {command}: {msg}", style="red"))
     return 2
 
 
 def run(args: argparse.Namespace) -> int:
     from rmc.checker import check_bytes
 
-    err = Console(stderr=True)
+    err = err_console()
     try:
         key = read_key(args.key_file)
-        data = Path(args.trace).read_bytes()
+        try:
+            data = Path(args.trace).read_bytes()
+        except OSError as e:
+            raise ValueError(f"cannot read {args.trace}: {e.strerror or e}") from None
         report, kind, _ = check_bytes(data, key)
     except (OSError, ValueError) as e:
         # TraceError is a ValueError: unusable input, as are a bad key file and a bad path.
@@ -75,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show(out: dict) -> None:
-    con = Console()
+    con = out_console()
     t = Table(title=f"rmc check ({out['input']}, table {out['table']})", show_header=False)
     t.add_column("what")
     t.add_column("count", justify="right")
@@ -95,17 +102,39 @@ def show(out: dict) -> None:
     ):
         t.add_row(k, str(out[k]))
     t.add_row("results", str(len(out["results"])))
+    t.add_row("results rejected", str(len(out["rejected"])))
     t.add_row("voids", str(len(out["voids"])))
     t.add_row("gaps", str(len(out["gaps"])))
     t.add_row("violations", str(len(out["violations"])))
+    t.add_row("alerts", str(len(out["alerts"])))
     con.print(t)
+
+    def line(label: str, style: str, text: str) -> None:
+        con.print(Text.assemble((label, style), " ", text))  # frame text printed literally
+
     for b, first, last in out["gaps"]:
-        con.print(f"[yellow]gap[/yellow] boot {b}: seq {first}..{last} missing")
+        line("gap", "yellow", f"boot {b}: seq {first}..{last} missing")
     for v in out["violations"]:
-        con.print(f"[red]{v['rule']}[/red] at {v['boot']}:{v['seq']}: {v['detail']}")
+        line(v["rule"], "red", f"at {v['boot']}:{v['seq']}: {v['detail']}")
+    for x in out["rejected"]:
+        line("rejected", "red", f"spin {x['spin']}: {x['result']} ({', '.join(x['rules'])})")
+    for a in out["alerts"]:
+        line(a["what"], "red", f"at {a['boot']}:{a['seq']}: {a['detail']}")
+    for c in out["settings"]:
+        line(
+            "threshold",
+            "yellow",
+            f"at {c['boot']}:{c['seq']}: {c['key']} {c['old']} -> {c['new']} by {c['by']}",
+        )
+    for c in out["forced_closes"]:
+        line(
+            "forced close",
+            "yellow",
+            f"at {c['boot']}:{c['seq']}, {c['coups']} coup(s): {c['reason']}",
+        )
     for e in out["trace_errors"]:
-        con.print(f"[red]trace[/red] {e}")
+        line("trace", "red", str(e))
     if out["unverified"]:
-        con.print(f"[yellow]{out['unverified']} tagged frames not verified: no --key-file[/yellow]")
-    con.print("[green]clean[/green]" if out["clean"] else "[red]problems found[/red]")
+        con.print(Text(f"{out['unverified']} tagged frames not verified: no --key-file", "yellow"))
+    con.print(Text("clean", "green") if out["clean"] else Text("problems found", "red"))
     sys.stdout.flush()

@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
 EXIT_FAIL = 1
 EXIT_BAD_INPUT = 2
 
@@ -32,6 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rmc.console import fail, out_console, stdout_broken
     from rmc.demo.bets import DemoBetsError
     from rmc.demo.deploy import DeployError
     from rmc.demo.run import DemoConfig, DemoError
@@ -39,7 +38,6 @@ def run(args: argparse.Namespace) -> int:
     from rmc.demo.show import run_and_show
     from rmc.vboard import VirtualBoardError
 
-    err = Console(stderr=True, soft_wrap=True)
     try:
         if args.speed < 0:
             raise DemoSessionError(f"--speed must be >= 0, not {args.speed:g}")
@@ -50,11 +48,11 @@ def run(args: argparse.Namespace) -> int:
             raise DemoSessionError(f"--out {args.out} exists and is not a folder")
         cfg = DemoConfig(spins=args.spins, seed=args.seed, out=Path(args.out), speed=args.speed)
     except (DemoSessionError, ValueError) as e:
-        err.print(f"[red]rmc demo:[/red] {e}", highlight=False)
-        return EXIT_BAD_INPUT
+        return fail("demo", str(e), EXIT_BAD_INPUT)
     try:
-        _, summary = run_and_show(cfg, Console())
+        _, summary = run_and_show(cfg, out_console())
     except (DemoError, DeployError, DemoBetsError, VirtualBoardError, OSError) as e:
-        err.print(f"[red]rmc demo:[/red] {e}", highlight=False)
-        return EXIT_FAIL
+        if isinstance(e, BrokenPipeError) or (isinstance(e, OSError) and stdout_broken()):
+            raise  # the terminal's output lost: rmc.cli says so, exit 2
+        return fail("demo", str(e), EXIT_FAIL)
     return 0 if summary.ok else EXIT_FAIL

@@ -15,6 +15,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
+
+from rmc.console import err_console, fail, out_console
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,10 +41,13 @@ def run(args: argparse.Namespace) -> int:
     from rmc.replay import run_core, settle_bets
     from rmc.trace import looks_like_trace, parse_trace
 
-    err = Console(stderr=True)
+    err = err_console()
     try:
         key = read_key(args.key_file)
-        data = Path(args.trace).read_bytes()
+        try:
+            data = Path(args.trace).read_bytes()
+        except OSError as e:
+            raise ValueError(f"cannot read {args.trace}: {e.strerror or e}") from None
         if not looks_like_trace(data[:65536]):
             raise ValueError("not a trace (a raw capture can be checked with rmc check)")
         trace = parse_trace(data)
@@ -61,8 +67,7 @@ def run(args: argparse.Namespace) -> int:
             out["bets"] = {"error": f"settlement engine unavailable: {e}"}
             problems = True
         except ValueError as e:  # a bad table file
-            err.print(f"[red]rmc replay: {e}[/red]")
-            return 2
+            return fail("replay", str(e))
         else:
             out["bets"] = {
                 "settled": settled.statements,
@@ -80,13 +85,15 @@ def run(args: argparse.Namespace) -> int:
             "check": core.report.to_json(),
             "diff_recorded": core.vs_recorded,
             "diff_truth": core.vs_truth,
+            "refused": core.refused,
+            "agrees": core.agrees,
         }
-        if core.vs_recorded or core.vs_truth or not core.report.clean:
+        if not core.agrees or not core.report.clean:
             problems = True
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
     else:
-        show(out, Console())
+        show(out, out_console())
     return 1 if problems else 0
 
 
@@ -101,7 +108,7 @@ def show(out: dict, con: Console) -> None:
     b = out.get("bets")
     if b:
         if "error" in b:
-            con.print(f"[red]bets: {b['error']}[/red]")
+            con.print(Text(f"bets: {b['error']}", "red"))
         else:
             t = RichTable(title="bets", show_header=True)
             t.add_column("spin", justify="right")
@@ -112,13 +119,17 @@ def show(out: dict, con: Console) -> None:
             for s in b["settled"]:
                 tot = s["totals"]
                 t.add_row(
-                    str(s["spin"]), s["result"], str(len(s["bets"])), tot["staked"], tot["paid"]
+                    str(s["spin"]),
+                    Text(str(s["result"])),
+                    str(len(s["bets"])),
+                    tot["staked"],
+                    tot["paid"],
                 )
             con.print(t)
             for r in b["refused"]:
-                con.print(f"[yellow]refused[/yellow] bet {r['bet']}: {r['reason']}")
+                con.print(Text.assemble(("refused", "yellow"), f" bet {r['bet']}: {r['reason']}"))
             for r in b["unsettled"]:
-                con.print(f"[yellow]unsettled[/yellow] bet {r['bet']}: {r['reason']}")
+                con.print(Text.assemble(("unsettled", "yellow"), f" bet {r['bet']}: {r['reason']}"))
             con.print(f"staked {b['staked']}, paid {b['paid']}")
     core = out.get("core")
     if core:
@@ -128,10 +139,23 @@ def show(out: dict, con: Console) -> None:
             + ", ".join(r["result"] for r in core["check"]["results"])
         )
         for v in core["check"]["violations"]:
-            con.print(f"[red]core {v['rule']}[/red]: {v['detail']}")
+            con.print(Text.assemble((f"core {v['rule']}", "red"), f": {v['detail']}"))
+        for c in core["refused"]:
+            con.print(
+                Text.assemble(
+                    (f"core refused {c['command']}", "red"),
+                    f" at {c['t_us'] / 1e6:.3f} s: {c['detail']}",
+                )
+            )
         for line in core["diff_recorded"]:
-            con.print(line, markup=False, highlight=False)
+            con.print(Text(line))
         for d in core["diff_truth"]:
-            con.print(f"[red]spin {d['spin']}[/red]: truth {d['truth']}, firmware {d['firmware']}")
-        if not core["diff_recorded"] and not core["diff_truth"]:
-            con.print("[green]the firmware core agrees[/green]")
+            con.print(
+                Text.assemble(
+                    (f"spin {d['spin']}", "red"), f": truth {d['truth']}, firmware {d['firmware']}"
+                )
+            )
+        if core["agrees"]:
+            con.print(Text("the firmware core agrees", "green"))
+        else:
+            con.print(Text("the firmware core does not agree with the recording", "red"))

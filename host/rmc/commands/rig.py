@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from rmc import FIRMWARE_DIR, HARDWARE_DIR
+from rmc.console import fail, out_console
 from rmc.rig import edges as edgemod
 from rmc.rig import pins as pinmod
 from rmc.rig.backends import RigError
@@ -87,8 +88,11 @@ def _play_options(p: argparse.ArgumentParser) -> None:
 
 
 def _err(msg: str) -> int:
-    Console(stderr=True, soft_wrap=True).print(f"[red]rmc rig:[/red] {msg}", highlight=False)
-    return EXIT_BAD_INPUT
+    return fail("rig", msg, EXIT_BAD_INPUT)
+
+
+def _ok(ok: bool, yes: str, no: str) -> Text:
+    return Text(yes, style="green") if ok else Text(no, style="red")
 
 
 def _key(path: str | None) -> bytes | None:
@@ -96,7 +100,10 @@ def _key(path: str | None) -> bytes | None:
         return None
     from rmc.frames import load_key
 
-    return load_key(Path(path).read_text())
+    try:
+        return load_key(Path(path).read_text(encoding="ascii"))
+    except ValueError as e:  # not hex, not ASCII: one line of reason, not a traceback
+        raise RigError(f"--key {path}: {e}") from None
 
 
 # --- selftest ---
@@ -127,14 +134,12 @@ def _selftest(args: argparse.Namespace) -> int:
         t.add_column("ok")
         t.add_column("detail")
         for c in rep.checks:
-            t.add_row(c.line, "[green]yes[/]" if c.ok else "[red]NO[/]", c.detail)
-        con = Console()
+            t.add_row(Text(c.line), _ok(c.ok, "yes", "NO"), Text(c.detail))
+        con = out_console()
         con.print(t)
         for p in rep.idle_problems:
-            con.print(f"[red]idle:[/red] {p}")
-        con.print(
-            f"{'[green]wiring OK' if rep.ok else '[red]wiring FAULTY'}[/] ({rep.reads} reads)"
-        )
+            con.print(Text.assemble(("idle:", "red"), f" {p}"))
+        con.print(Text.assemble(_ok(rep.ok, "wiring OK", "wiring FAULTY"), f" ({rep.reads} reads)"))
     return 0 if rep.ok else EXIT_FAIL
 
 
@@ -223,12 +228,12 @@ def _report(
             lead = f"{s.rnvp_ms - s.drop_ms:+.0f}"
         t.add_row(
             str(s.spin),
-            s.expected,
-            ", ".join(s.got) or "–",
+            Text(s.expected),
+            Text(", ".join(s.got) or "–"),
             lead,
-            "[green]ok[/]" if s.ok else "[red]" + "; ".join(s.problems) + "[/]",
+            _ok(s.ok, "ok", "; ".join(s.problems)),
         )
-    con = Console()
+    con = out_console()
     con.print(t)
     con.print(f"faults: {cmp.faults_matched}/{cmp.faults_expected} matched")
     if cmp.rnvp_asked:
@@ -241,10 +246,14 @@ def _report(
             f" max {lateness['max_us']:.0f} µs over {lateness['n']:.0f} instants"
         )
     if not cmp.checker_clean:
-        con.print("[red]frame stream not clean[/] (rmc check on the recording tells why)")
+        con.print(
+            Text.assemble(
+                ("frame stream not clean", "red"), " (rmc check on the recording tells why)"
+            )
+        )
     for p in [*cmp.problems, *notes]:
-        con.print(f"[red]{p}[/]")
-    con.print("[green]PASS[/]" if cmp.ok else "[red]FAIL[/]")
+        con.print(Text(p, style="red"))
+    con.print(_ok(cmp.ok, "PASS", "FAIL"))
     return 0 if cmp.ok else EXIT_FAIL
 
 
@@ -299,7 +308,7 @@ def _jitter(args: argparse.Namespace) -> int:
             "",
             str(gen["late_max_us"]),
         )
-    Console().print(t)
+    out_console().print(t)
     return 0
 
 
@@ -342,5 +351,5 @@ def _deploy(args: argparse.Namespace) -> int:
         )
         if proc.returncode != 0 and not (i == 0 and "EEXIST" in proc.stdout + proc.stderr):
             return _err(f"mpremote {' '.join(step)}: {proc.stdout}{proc.stderr}")
-    Console().print(f"pulse generator deployed to {args.port}")
+    out_console().print(f"pulse generator deployed to {args.port}")
     return 0

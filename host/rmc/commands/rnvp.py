@@ -97,6 +97,9 @@ def _drop_prior(args: argparse.Namespace) -> float:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rmc.console import fail, out_console
+    from rmc.outfile import OutputError, check, replacing
+    from rmc.progress import Steps
     from rmc.rnvp import TOLERANCE_S, LapsError, on_target, read_laps, replay, summary
     from rmcfw.rnvp import MIN_LAPS  # the decree's fewest revolutions of a valid spin
 
@@ -112,20 +115,31 @@ def run(args: argparse.Namespace) -> int:
             from rmc.rnvp_plots import check_path
 
             check_path(args.plot)
+            check(args.plot)  # a bad path costs no replay
     except ValueError as e:
         print(f"rmc rnvp: {e}", file=sys.stderr)
         return 2
+    except OutputError as e:
+        return fail("rnvp", str(e))
     try:
         spins = read_laps(args.laps)
-    except (OSError, LapsError) as e:
-        print(f"rmc rnvp: {args.laps}: {e}", file=sys.stderr)
-        return 2
+    except OSError as e:
+        return fail("rnvp", f"cannot read {args.laps}: {e.strerror or e}")
+    except UnicodeDecodeError as e:
+        return fail("rnvp", f"{args.laps} is not UTF-8 text (byte {e.start + 1} is not)")
+    except LapsError as e:
+        return fail("rnvp", f"{args.laps}: {e}")
     if args.newest_first:
         spins = [laps[::-1] for laps in spins]
     numbers, spins = _what_to_replay(spins, args)
     revs = args.lead_revs
     cap = None if revs else _ceiling(spins, args.lead, TOLERANCE_S)
-    calls = replay(spins, lead_s=args.lead, lead_revs=revs, drop_s=drop_s)
+    # the predictor's work is most of a large file's time: a bar on stderr (a terminal only)
+    with Steps() as steps:
+        steps.step("replaying the spins", len(spins))
+        calls = replay(
+            spins, lead_s=args.lead, lead_revs=revs, drop_s=drop_s, progress=steps.update
+        )
     for c, n in zip(calls, numbers, strict=True):
         c.spin = n  # the line's own spin number, with --distinct too
     total = summary(calls)
@@ -133,30 +147,34 @@ def run(args: argparse.Namespace) -> int:
         from rmc.rnvp_plots import plot_calls
 
         try:
-            plot_calls(calls, spins, args.plot, args.lead, revs, MIN_LAPS, Path(args.laps).name)
-        except OSError as e:
-            print(f"rmc rnvp: cannot write {args.plot}: {e.strerror or e}", file=sys.stderr)
-            return 2
+            with replacing(args.plot) as tmp:
+                plot_calls(calls, spins, tmp, args.lead, revs, MIN_LAPS, Path(args.laps).name)
+        except OutputError as e:
+            return fail("rnvp", str(e))
     if args.json:
-        json.dump({"spins": [c.as_dict() for c in calls], "summary": total}, sys.stdout)
+        # json.dumps in one go: its C encoder; json.dump writes piece by piece in Python
+        # (the same text, several times slower on a large file)
+        sys.stdout.write(json.dumps({"spins": [c.as_dict() for c in calls], "summary": total}))
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     asked = f"{revs} revolution{'s' * (revs > 1)}" if revs else f"{args.lead:g} s"
     prior = f", the wheel's drop period {drop_s:g} s" if drop_s else ""
-    t = Table(title=f'"Rien ne va plus" on {args.laps} (lead asked {asked}{prior})')
+    # the file name is the user's: Text, never markup
+    t = Table(title=Text(f'"Rien ne va plus" on {args.laps} (lead asked {asked}{prior})'))
     for col in ("spin", "laps", "called at s", "predicted drop s", "last pass s", "lead s", ""):
         t.add_column(col, justify="right")
     # lines too short for a valid spin: void, never called
     void = {c.spin for c, laps in zip(calls, spins, strict=True) if len(laps) < MIN_LAPS}
     for c, laps in zip(calls, spins, strict=True):
-        note = "[red]LATE[/red]" if c.late else (c.why or "")
+        parts = [("LATE", "red") if c.late else (c.why or "", "")]
         if c.spin in void:
-            note += " (void)"
+            parts.append(("(void)", ""))
         if c.new_wheel:
-            note += " [yellow]new wheel[/yellow]"
+            parts.append(("new wheel", "yellow"))
+        note = Text(" ").join(Text(x, style=st) for x, st in parts if x)
         t.add_row(
             str(c.spin),
             str(len(laps)),
@@ -164,9 +182,9 @@ def run(args: argparse.Namespace) -> int:
             _f(c.predicted_drop_s),
             _f(c.last_pass_s),
             _f(c.lead_s),
-            note.strip(),
+            note,
         )
-    con = Console()
+    con = out_console()
     con.print(t)
     aimed = sum(on_target(c, laps, args.lead, revs) for c, laps in zip(calls, spins, strict=True))
     if revs:
@@ -183,22 +201,19 @@ def run(args: argparse.Namespace) -> int:
         con.print(
             f"lines of fewer than {MIN_LAPS} laps, taken for void spins (decree: fewer than "
             f"{MIN_LAPS} revolutions) and not called: spin {', '.join(map(str, sorted(void)))}",
-            highlight=False,
         )
     changed = [str(c.spin) for c in calls if c.new_wheel]
     if changed:
         con.print(
             "laps of another wheel, learned afresh from there: spin " + ", ".join(changed),
-            highlight=False,
         )
     if args.plot:
-        con.print(f"plot: {args.plot}", highlight=False)
+        con.print(f"plot: {args.plot}")
     laps_fitted = [c.spin for c in calls if c.lap_noise]
     if laps_fitted:
         con.print(
             f"timing noise on each lap (laps clocked one by one), lap times fitted: "
             f"{len(laps_fitted)} spins, the first spin {laps_fitted[0]}",
-            highlight=False,
         )
     return 0
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from rmc.bets import BetsError, load_bets
+from rmc.console import out_console
 from rmc.limits import Table, TableError
 from rmc.money import fmt
-from rmc.settle import ResultError, Statement, result_index, settle
+from rmc.progress import Steps
+from rmc.settle import Book, ResultError, Statement, result_index, settle
 
 EXIT_BAD_INPUT = 2
 
@@ -39,7 +41,6 @@ def run(args: argparse.Namespace) -> int:
         result_index(args.result)
         table = Table.load(args.table)
         text = sys.stdin.read() if args.bets == "-" else Path(args.bets).read_text("utf-8")
-        bets = load_bets(text, table)
     except (ResultError, TableError) as e:
         print(f"rmc settle: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -49,24 +50,36 @@ def run(args: argparse.Namespace) -> int:
     except UnicodeDecodeError:
         print(f"rmc settle: {args.bets} is not UTF-8 text", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except BetsError as e:
-        for line in e.lines():
-            print(f"rmc settle: {line}", file=sys.stderr)
-        print("rmc settle: nothing settled", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    statement = settle(bets, args.result)
-    if args.json:
-        json.dump(statement.to_json(), sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
-    else:
-        print_statement(statement, table, Console())
+    # A bar on stderr for a long run (a terminal only): closed before anything is said there.
+    with Steps() as steps:
+        steps.step("reading the bets", len(text))
+        try:
+            bets = load_bets(text, table, steps.update)
+        except BetsError as e:
+            steps.close()
+            for line in e.lines():
+                print(f"rmc settle: {line}", file=sys.stderr)
+            print("rmc settle: nothing settled", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        del text  # the bets are read: the file's text is no longer needed (issue 20)
+        if args.json:
+            # written as it is made, payment by payment (issue 20): the same text as
+            # json.dump(settle(bets, result).to_json(), indent=2) would write
+            book = Book(bets)
+            steps.step("writing the statement", len(bets))
+            book.write_json(args.result, sys.stdout.write, steps.update)
+            return 0
+        steps.step("settling", 1)
+        statement = settle(bets, args.result)
+    print_statement(statement, table, out_console())
     return 0
 
 
 def print_statement(statement: Statement, table: Table, console: Console) -> None:
-    """The readable statement: the call of the result, then each payment as announced."""
+    """The readable statement: the call of the result, then each payment as announced.
+    Players' names are the bet file's text: printed as Text, never read as markup."""
     cur = f" {table.currency}" if table.currency else ""
-    console.print(f"[bold]Résultat : {statement.announcement}[/bold]")
+    console.print(Text(f"Résultat : {statement.announcement}", style="bold"))
     grid = RichTable(header_style="bold", box=None, pad_edge=False)
     grid.add_column("player")
     grid.add_column("bet", justify="right")
@@ -78,10 +91,10 @@ def print_statement(statement: Statement, table: Table, console: Console) -> Non
             chips = f" ({p.bet.chip}{', par exception' if p.bet.exception else ''})"
         if p.announcement:
             style = "green" if p.paid > p.bet.stake else "yellow"
-            detail = f"[{style}]{p.announcement}[/{style}]{chips}"
+            detail = Text.assemble((p.announcement, style), chips)
         else:
-            detail = f"[dim]{p.bet.position.name}, {fmt(p.bet.stake)}{chips} : perdu[/dim]"
-        grid.add_row(p.player, str(p.bet_index), detail, fmt(p.paid))
+            detail = Text(f"{p.bet.position.name}, {fmt(p.bet.stake)}{chips} : perdu", style="dim")
+        grid.add_row(Text(p.player), Text(str(p.bet_index)), detail, Text(fmt(p.paid)))
     console.print(grid)
     console.print(
         f"staked {fmt(statement.staked)}{cur}   paid {fmt(statement.paid)}{cur}   "

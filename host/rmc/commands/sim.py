@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from rmc.sim import SCENARIOS, ScenarioSpec, Session, simulate_session, write_laps_csv
@@ -96,42 +94,53 @@ def figures_line(s: Session) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    err = Console(stderr=True)
+    from rmc.console import err_console, fail, out_console
+    from rmc.outfile import OutputError, check, replacing
+
+    err = err_console()
     if args.list_scenarios:
         t = Table("scenario", "what it does", title="rmc sim scenarios", title_justify="left")
         for name, what in SCENARIOS.items():
             t.add_row(name, what)
-        Console().print(t)
+        out_console().print(t)
         return 0
     try:
+        # the outputs are checked before the simulation: a bad path costs no waiting
+        for path in (args.output, args.laps):
+            if path:
+                check(path)
         specs = [ScenarioSpec.parse(x) for x in args.scenario]
         with err.status("simulating…"):
             s = simulate_session(
                 args.seed, args.spins, scenarios=specs, table=args.table, rnvp_lead_s=args.rnvp_lead
             )
+    except OutputError as e:
+        return fail("sim", str(e))
     except ValueError as e:
-        print(f"rmc sim: {e}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail("sim", str(e), EXIT_BAD_INPUT)
     try:
         if args.output:
-            n = s.write_trace(args.output)
+            with replacing(args.output) as tmp:
+                n = s.write_trace(tmp)
             err.print(f"trace: {n} records → {args.output}")
         if args.laps:
             rows = [sp.lap_periods_s for sp in s.valid_spins()]
-            write_laps_csv(args.laps, rows)
+            with replacing(args.laps) as tmp:
+                write_laps_csv(tmp, rows)
             err.print(f"laps: {len(rows)} spins → {args.laps}")
         if args.plot:
             from rmc.sim.plots import write_plots
 
             for path in write_plots(Path(args.plot), seed=args.seed):
                 err.print(f"plot: {path}")
-    except OSError as e:
-        print(f"rmc sim: cannot write: {e}", file=sys.stderr)
-        return 1
+    except OutputError as e:
+        return fail("sim", str(e), EXIT_BAD_INPUT)
+    except OSError as e:  # the plots' folder
+        return fail("sim", f"cannot write the plots into {args.plot}: {e.strerror or e}")
     if not args.quiet:
-        out = Console()
+        out = out_console()
         if out.width < 110:
-            out = Console(width=110)  # the table's columns are short; let it use one line a spin
+            out = out_console(width=110)  # the table's columns are short: one line a spin
         out.print(summary_table(s))
         out.print(figures_line(s))
     return 0

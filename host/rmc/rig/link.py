@@ -57,7 +57,9 @@ def commands_from_truth(records: Iterable[dict[str, Any]], chef: str = "rig") ->
         elif ev == "last_three":
             out.append(Command(r["t_us"], proto.C_LAST_THREE))
         elif ev == "session_close":
-            out.append(Command(r["t_us"], proto.C_CLOSE, ("chef", chef)))
+            # with a reason: the chef's forced close (too few coups for the last three)
+            why = ("reason", str(r["reason"])) if r.get("reason") else ()
+            out.append(Command(r["t_us"], proto.C_CLOSE, ("chef", chef, *why)))
     out.sort(key=lambda c: c.t_us)
     return out
 

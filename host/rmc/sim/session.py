@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from rmc.framegen import SHORT_SESSION
 from rmc.sim.physics import (
     TWO_PI,
     Drift,
@@ -50,6 +51,22 @@ SCENARIOS: dict[str, str] = {
 }
 # Scenarios bound to the closed table rather than to a spin.
 TABLE_SCENARIOS = frozenset({"tamper"})
+# Spin scenarios whose spin ends in a void: no coup (decree 1-7 counts coups, i.e. results).
+VOIDING = frozenset({"same_dir", "not_reversed", "few_revs", "object", "ball_out", "stuck_off"})
+
+
+def last_three_at(plan: dict[int, str], spins: int) -> int | None:
+    """The spin before which « les trois derniers coups » are announced, as the firmware
+    counts them (its LAST3: the coups so far plus three): the latest spin after which the
+    session still plays exactly three coups. None when it plays fewer."""
+    coups = 0
+    for n in range(spins, 0, -1):
+        coups += plan.get(n, "normal") not in VOIDING
+        if coups == 3:
+            return n
+    return None
+
+
 # Spin scenarios that need a spin (and a valid result) before them.
 NEEDS_PREVIOUS = frozenset({"not_reversed", "object"})
 
@@ -652,13 +669,14 @@ def simulate_session(
     b.say(t, 0, "session_open")
     t += tm.unlock_after_open_s
     b.other.append((t, channels.LID, 0))
-    last3 = max(1, spins - 2)
+    last3 = last_three_at(plan, spins)
+    coups = 0
     prev_dir: int | None = None
     prev_result: int | None = None
     relaunch = False
     for n in range(1, spins + 1):
         if n == last3:
-            b.say(t, n, "last_three", last=spins, left=spins - n + 1)
+            b.say(t, n, "last_three", last=coups + 3, left=3)
         scen = plan.get(n, "normal")
         t, prev_dir, result, relaunch_next = _simulate_spin(
             b, n, scen, t, prev_dir, prev_result, relaunch
@@ -668,13 +686,18 @@ def simulate_session(
         relaunch = relaunch_next
         if result is not None:
             prev_result = result
+            coups += 1
     # Closing: the rotor is braked, the lid is locked, the chef closes.
     b.rotor.coast(t)
     b.rotor.ramp(t + 2.0, 0.0)
     t_lock = t + _u(rng0, tm.lock_after_s)
     b.other.append((t_lock, channels.LID, 1))
     t_close = t_lock + tm.close_after_lock_s
-    b.say(t_close, spins, "session_close", spins=spins)
+    if last3 is None and coups:
+        # too few coups to announce the last three: the chef closes it, saying why
+        b.say(t_close, spins, "session_close", spins=coups, reason=SHORT_SESSION)
+    else:
+        b.say(t_close, spins, "session_close", spins=coups)
     end = t_close + 2.0
     if tamper:
         t_open = t_close + _u(rng0, (4.0, 8.0))
