@@ -45,8 +45,11 @@ format: $(PY_STAMP)
 	$(BIN)/ruff format --config host/pyproject.toml $(LINT_PATHS)
 	$(BIN)/ruff check --fix --config host/pyproject.toml $(LINT_PATHS)
 
+# Two workers (the machine's two cores); a file's tests stay on one worker, so the fixtures
+# a file shares (a demo run, the virtual rig's scenarios) are made once.
+TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 bench: setup
 	@for f in tests/bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
@@ -117,8 +120,13 @@ deploy: _need_port mpy
 	  + cp $(MPY_DIR)/wheel.json :wheel.json + run build/clean_twins.py + rm :nowdt \
 	  + ls : + ls :rmcfw
 
+# mpremote's repl needs a device with a file descriptor, which a socket:// URL lacks: for the
+# virtual board, a pty bridged to its REPL socket stands in (docs/vboard.md).
 repl: _need_port
-	$(MPREMOTE) repl
+	@case "$(PORT)" in \
+	  socket://*) $(BIN)/python -m rmc.vboard.ptybridge "$(PORT)" mpremote repl ;; \
+	  *) $(MPREMOTE) repl ;; \
+	esac
 
 run: _need_port
 	$(MPREMOTE) exec "import main"

@@ -3,12 +3,12 @@
 // the frame UART on a second socket for `rmc record`.
 //
 //   node vboard.mjs [--repl-port N] [--uart-port N] [--sensors TRACE.jsonl] [--speed X]
-//                   [--flash DIR] [--pins PINS.json] [--heap 2M] [--control] [--raw-paste]
+//                   [--flash DIR] [--pins PINS.json] [--heap 2M] [--control] [--no-raw-paste]
 //                   [--flash-op-us 500]
 //
-// The REPL answers mpremote's raw-paste request with R\x00 (unsupported: mpremote falls back
-// to plain raw mode, 256 bytes per 10 ms); --raw-paste implements raw-paste mode with its
-// flow control instead, several times faster for `mpremote cp`.
+// The REPL serves mpremote's raw-paste mode with its flow control, as a Pico does;
+// --no-raw-paste answers R\x00 instead (unsupported: mpremote falls back to plain raw mode,
+// 256 bytes per 10 ms, several times slower for `mpremote cp`).
 // --speed 0 (default) runs the virtual clock as fast as the firmware goes; X > 0 runs it at
 // X virtual seconds per wall second (1 = real time). On stdout, one JSON line per event:
 // {"event":"ready","repl_port":..,"uart_port":..} first, then boot, power, irq_error, exit.
@@ -59,7 +59,7 @@ const opts = {
   pins: path.join(ROOT, "hardware", "pico_pins.json"),
   heap: 2 << 20,
   control: false,
-  rawPaste: false,
+  rawPaste: true,
   flashOpUs: 500, // virtual time a file system write takes (a flash program, roughly)
   mpyDir: path.join(ROOT, "host", "rmc", "vboard", "mpy"),
 };
@@ -80,6 +80,7 @@ const opts = {
     else if (a === "--heap") opts.heap = parseSize(next());
     else if (a === "--control") opts.control = true;
     else if (a === "--raw-paste") opts.rawPaste = true;
+    else if (a === "--no-raw-paste") opts.rawPaste = false;
     else if (a === "--flash-op-us") {
       const v = Number(next());
       if (!Number.isInteger(v) || v < 0) die(`bad --flash-op-us ${v}`);
@@ -206,7 +207,7 @@ function makeSchedule(events, base) {
 // ---------------------------------------------------------------------------------------
 // Shared world state: clock, schedule cursor, sensor levels.
 const ctrlBuf = new SharedArrayBuffer(32); // [MAIL, CURSOR, BEAT, BUSY, WDT_MS, ...]
-const worldBuf = new SharedArrayBuffer(8);
+const worldBuf = new SharedArrayBuffer(16); // [world time in us, RTC offset in s]
 const levelsBuf = new SharedArrayBuffer(NCHAN);
 const ctrl = new Int32Array(ctrlBuf);
 const world = new Float64Array(worldBuf);
@@ -335,6 +336,7 @@ let nextWdt = null;
 function startBoard(mode) {
   const wdt = nextWdt; // only the next board inherits it: any other start is a fresh one
   nextWdt = null;
+  if (mode === "power") world[1] = 0; // the RTC (no battery) starts again from its epoch
   const channel = new MessageChannel();
   mail = channel.port1;
   ready = false;

@@ -15,7 +15,7 @@ import { loadMicroPython } from "@micropython/micropython-webassembly-pyscript";
 
 const W = workerData;
 const ctrl = new Int32Array(W.ctrlBuf); // [MAIL, CURSOR, BEAT, BUSY, WDT_MS]
-const world = new Float64Array(W.worldBuf); // [NOW_US]
+const world = new Float64Array(W.worldBuf); // [NOW_US, RTC offset in s]
 const levels = new Uint8Array(W.levelsBuf); // channel values, 45 channels
 const MAIL = 0;
 const CURSOR = 1;
@@ -41,12 +41,19 @@ const CAUSE = { PWRON: 1, HARD: 2, WDT: 3, DEEPSLEEP: 4, SOFT: 5 };
 let out = [];
 let muted = false;
 function flushOut() {
+  lastFlush = performance.now();
   if (out.length) {
     parentPort.postMessage({ type: "out", data: Uint8Array.from(out) });
     out = [];
   }
 }
 let dropOK = 0; // raw-paste mode: the port's raw REPL says "OK", which raw-paste does not
+// A line ends a batch only if the last one left more than FLUSH_MS ago: a command's whole answer
+// (output, the two \x04 and the prompt) then leaves in one piece. mpremote sleeps 10 ms each
+// time it finds nothing to read, so an answer in pieces costs it 10 ms a piece. Output of a
+// longer program still streams: every bridge call and every wait flushes too.
+const FLUSH_MS = 20;
+let lastFlush = 0;
 function stdout(bytes) {
   if (muted) return;
   for (const b of bytes) {
@@ -57,7 +64,8 @@ function stdout(bytes) {
     dropOK = 0;
     out.push(b);
   }
-  if (out.length >= 4096 || bytes[bytes.length - 1] === 10) flushOut();
+  if (out.length >= 4096) flushOut();
+  else if (bytes[bytes.length - 1] === 10 && performance.now() - lastFlush > FLUSH_MS) flushOut();
 }
 function emit(text) {
   for (const b of Buffer.from(text, "latin1")) out.push(b);
@@ -71,7 +79,11 @@ let seenMail = (Atomics.load(ctrl, MAIL) - 1) | 0;
 const inQ = []; // REPL bytes not yet processed
 const uartQ = []; // frame UART bytes from the host
 let interrupts = 0; // Ctrl-C received while Python was running
-const kbdIntr = 3; // Ctrl-C (micropython.kbd_intr() cannot be hooked in this port)
+// The interrupt character, as micropython.kbd_intr() set it (-1: none; mpremote's mount code
+// turns it off while file data flows on stdin, where a 0x03 byte is data).
+function kbdIntr() {
+  return mpModule ? mpModule._mp_hal_get_interrupt_char() : 3;
+}
 let busy = false; // Python is running (REPL command, boot.py, main.py)
 let booting = true; // before the REPL: a Ctrl-C now is meant for main.py
 let pendingPower = null; // "cut" asked by the host, done at the next bridge call
@@ -92,8 +104,9 @@ function checkMail() {
     if (!msg) break;
     const v = msg.message;
     if (v.type === "in") {
+      const ic = busy || booting ? kbdIntr() : -1;
       for (const b of v.data) {
-        if ((busy || booting) && b === kbdIntr) interrupts++;
+        if (b === ic) interrupts++;
         else inQ.push(b);
       }
     } else if (v.type === "uart") {
@@ -128,6 +141,10 @@ function installSchedule(v) {
 // ---------------------------------------------------------------------------------------
 // Virtual clock. `now` is world time in us (since the vboard started); ticks count from boot.
 let now = world[0];
+const RTC = 1;
+function rtcUs() {
+  return cfg.epoch * 1e6 + now + world[RTC] * 1e6;
+}
 const bootAt = now;
 const speed = W.speed; // 0: as fast as possible; X: X virtual seconds per wall second
 let wallAnchor = performance.now();
@@ -145,8 +162,18 @@ function setNow(t) {
     world[0] = now;
   }
 }
-function catchUp() {
-  if (speed > 0) setNow(Math.floor(wallVirtual()));
+// Catching up with the wall clock advances virtual time by at most MAX_SLICE_US at once: when
+// the interpreter was starved of CPU (a busy machine, a slow boot), the virtual clock slips
+// behind the wall clock instead of jumping, so the firmware never sees a gap in its own
+// time that the board would not have had, and a run's outcome does not depend on the load.
+const MAX_SLICE_US = 2000;
+function catchUp(slip = true) {
+  if (speed <= 0) return;
+  const w = Math.floor(wallVirtual());
+  if (slip && w - now > MAX_SLICE_US) {
+    setNow(now + MAX_SLICE_US);
+    anchor(); // the rest of the gap is lost, not owed
+  } else setNow(w);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -327,8 +354,12 @@ const bridge = {
     if (speed <= 0) setNow(now + 1);
     return t;
   },
-  epoch_s: () => Math.floor(cfg.epoch + now / 1e6),
-  epoch_frac_us: () => Math.floor(now % 1e6),
+  // The RTC: the virtual clock plus the offset machine.RTC().datetime(...) set (world[RTC]).
+  epoch_s: () => Math.floor(rtcUs() / 1e6),
+  epoch_frac_us: () => Math.floor(rtcUs() % 1e6),
+  rtc_set: (secs, us) => {
+    world[RTC] = dur(secs) + dur(us) / 1e6 - (cfg.epoch + now / 1e6);
+  },
   // Events due by now (after catching up with the wall clock at a finite speed).
   poll: () => {
     for (;;) {
@@ -410,6 +441,10 @@ const bridge = {
     wdtDeadline = now + wdtTimeout;
     Atomics.store(ctrl, WDT_MS, Math.max(1, Math.round(wdtTimeout / 1000)));
   },
+  fd_isdir: (fd) => {
+    const st = FS.getStream(fd);
+    return st && st.node && FS.isDir(st.node.mode) ? 1 : 0;
+  },
   fs_dirty: () => {
     fsDirty = true;
     dirtyUntil = performance.now() + 5000;
@@ -475,6 +510,51 @@ function restoreFS(snap) {
 }
 
 // ---------------------------------------------------------------------------------------
+// The program's stdin (sys.stdin, fd 0) is the REPL line, as on a board: a read blocks until
+// bytes come (mpremote's `mount` code reads its file data there, 0x18 and 0x03 bytes
+// included), Ctrl-C (when it is the interrupt character) raises KeyboardInterrupt, and poll
+// says whether a byte is waiting. Emscripten's own stdin would read the node process's stdin.
+const POLLIN = 1;
+const EINTR = 27; // Emscripten's errno numbers
+function installStdin() {
+  const stream = FS.getStream(0);
+  const ops = Object.assign({}, stream.stream_ops);
+  ops.read = (st, buffer, offset, length) => {
+    if (length <= 0) return 0;
+    flushOut(); // the other side answers what it has seen
+    for (;;) {
+      checkMail();
+      if (pendingPower === "cut") {
+        pendingPower = null;
+        throw new BoardReset("power", CAUSE.PWRON);
+      }
+      if (inQ.length) break;
+      if (interrupts > 0) {
+        interrupts--;
+        mpModule._mp_sched_keyboard_interrupt(); // raised when the read returns EINTR
+        throw new FS.ErrnoError(EINTR);
+      }
+      const wdtLeft = promptWatchdog(); // the clock runs on while the program waits
+      Atomics.wait(ctrl, MAIL, seenMail, Math.min(wdtLeft, 250));
+    }
+    const n = Math.min(length, inQ.length);
+    for (let i = 0; i < n; i++) buffer[offset + i] = inQ[i];
+    inQ.splice(0, n);
+    return n;
+  };
+  ops.poll = () => {
+    checkMail();
+    if (inQ.length || interrupts > 0) return POLLIN;
+    // select.poll() asks again and again until its timeout: wait a little, not spin
+    flushOut();
+    Atomics.wait(ctrl, MAIL, seenMail, 1);
+    checkMail();
+    return inQ.length || interrupts > 0 ? POLLIN : 0;
+  };
+  stream.stream_ops = ops;
+}
+
+// ---------------------------------------------------------------------------------------
 let mp;
 let rawMode = false;
 let pasteState = 0; // raw-paste request \x05 A \x01 being read
@@ -511,7 +591,9 @@ function pasteByte(c) {
     return;
   }
   pasting = false;
-  emit("\x04"); // end of data acknowledged; compile and run as in raw mode
+  // End of data acknowledged; compile and run as in raw mode. The \x04 leaves with the
+  // command's first output (see FLUSH_MS), not on its own.
+  out.push(4);
   if (pasteBuf.length === 0) pasteBuf.push(10); // an empty line would mean soft reset
   for (const b of pasteBuf) feedChar(b);
   pasteBuf = [];
@@ -558,11 +640,12 @@ function finish(reset) {
 // speed 0 virtual time stands still at the prompt, and so does the watchdog.
 function promptWatchdog() {
   if (speed <= 0 || wdtDeadline === Infinity) return Infinity;
-  catchUp();
+  catchUp(false); // idle at the prompt: the clock runs with the wall clock, as on a board
   if (now >= wdtDeadline) throw new BoardReset("wdt", CAUSE.WDT);
   return Math.max(1, wallAnchor + (wdtDeadline - virtAnchor) / (1000 * speed) - performance.now());
 }
 
+const IDLE_SNAP_MS = 250;
 function replLoop() {
   for (;;) {
     checkMail();
@@ -571,11 +654,17 @@ function replLoop() {
     const wdtLeft = promptWatchdog();
     if (inQ.length === 0) {
       flushOut();
+      let waitMs = wdtLeft;
       if (fsDirty || performance.now() < dirtyUntil) {
-        sendSnapshot();
-        dirtyUntil = 0;
+        // A snapshot copies every file: at most one per IDLE_SNAP_MS, or a copy of 100 KB
+        // would take one after each of its 400 commands.
+        const since = performance.now() - lastSnap;
+        if (since >= IDLE_SNAP_MS) {
+          sendSnapshot();
+          dirtyUntil = 0;
+        } else waitMs = Math.min(waitMs, IDLE_SNAP_MS - since);
       }
-      Atomics.wait(ctrl, MAIL, seenMail, wdtLeft);
+      Atomics.wait(ctrl, MAIL, seenMail, waitMs);
       continue;
     }
     const c = inQ.shift();
@@ -599,6 +688,14 @@ function replLoop() {
     pasteState = 0;
     if (pasting) {
       pasteByte(c);
+      // All that came is taken: grant a new window now rather than when this one is used up.
+      // Any byte back carries the TCP acknowledgement, without which the host's Nagle
+      // algorithm holds its end-of-data \x04 until the delayed ACK, 40 ms later, at every
+      // command. mpremote counts each \x01 as one more window, which is harmless here.
+      if (pasting && inQ.length === 0 && pasteCredit > 0) {
+        pasteCredit = 0;
+        emit("\x01");
+      }
       continue;
     }
     const ret = feedChar(c);
@@ -618,6 +715,7 @@ async function boot() {
   Atomics.add(ctrl, BEAT, 1);
   mpModule = mp._module;
   FS = mp.FS;
+  installStdin();
   restoreFS(W.fs);
   try {
     FS.mkdir("/.vboard");
@@ -630,6 +728,9 @@ async function boot() {
   // REPL banner; boot.py's output is muted in that case only.
   if (W.mode !== "power") emit("MPY: soft reboot\r\n");
   muted = W.mode === "raw";
+  // The port's REPL makes Ctrl-C the interrupt character only while it runs a command; boot.py
+  // and main.py run outside it, where a board's Ctrl-C stops them too.
+  runPy("import micropython\nmicropython.kbd_intr(3)\ndel micropython");
   runPy("import sys\nsys.path.append('/.vboard')\nimport _vboard_boot\nsys.path.remove('/.vboard')");
   for (const name of Object.keys(W.mpyFiles)) FS.unlink("/.vboard/" + name);
   FS.rmdir("/.vboard"); // imported: the board's flash holds only the user's files

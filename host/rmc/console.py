@@ -22,7 +22,9 @@ class _Console(Console):
 
 
 def out_console(**kw) -> Console:
-    """Standard output, literal."""
+    """Standard output, literal. Lines are not folded (soft wrap): a file name or a URL
+    stays whole, to be copied; tables still fit the width."""
+    kw.setdefault("soft_wrap", True)
     return _Console(markup=False, highlight=False, **kw)
 
 

@@ -1,4 +1,4 @@
-"""Benchmark of the virtual board: virtual clock speed with dense edges, mpremote latency.
+"""Benchmark of the virtual board: virtual clock speed with dense edges, mpremote latency, cp.
 
 Run by `make bench` (or directly: .venv/bin/python tests/bench/bench_vboard.py).
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import statistics
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rmc import ROOT
-from rmc.vboard import VirtualBoard
+from rmc.vboard import MPREMOTE, VirtualBoard
 
 SIM_SECONDS = 60
 
@@ -160,6 +161,37 @@ def bench_latency(vb: VirtualBoard) -> tuple[list[Figure], float]:
     )
 
 
+def bench_copy(tmp: Path) -> list[Figure]:
+    """mpremote cp of 100 KB to and from the board, over socket:// and over the pty."""
+    src = tmp / "blob.bin"
+    src.write_bytes(bytes(range(256)) * 400)  # 100 KB
+    figures = []
+    with VirtualBoard(pty=True) as vb:
+        for label, url in (("socket://", vb.repl_url), ("pty", vb.repl_pty)):
+            for way, args in (
+                ("to", [str(src), ":blob.bin"]),
+                ("from", [":blob.bin", str(tmp / "back.bin")]),
+            ):
+                t = time.monotonic()
+                subprocess.run(
+                    [str(MPREMOTE), "connect", str(url), "cp", *args],
+                    check=True,
+                    capture_output=True,
+                    timeout=300,
+                )
+                figures.append(
+                    Figure(
+                        f"mpremote cp 100 KB {way} the board, {label}",
+                        f"{time.monotonic() - t:.1f} s",
+                        "whole command: 400 raw-paste execs of 256 bytes"
+                        + (
+                            " (mpremote polls a socket every 10 ms)" if label == "socket://" else ""
+                        ),
+                    )
+                )
+    return figures
+
+
 def main() -> None:
     console = Console(width=max(Console().width, 110))
     figures: list[Figure] = []
@@ -170,6 +202,8 @@ def main() -> None:
             figures += bench_clock(vb, overhead)
         with tempfile.TemporaryDirectory() as tmp:
             figures += bench_firmware(Path(tmp) / "flash", overhead)
+        with tempfile.TemporaryDirectory() as tmp:
+            figures += bench_copy(Path(tmp))
     table = Table(title="Virtual board (MicroPython WebAssembly + simulated machine)")
     table.add_column("figure")
     table.add_column("value", justify="right")

@@ -18,9 +18,7 @@ from __future__ import annotations
 import json
 import os
 import queue
-import select
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -28,9 +26,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmc import ROOT
+
+if TYPE_CHECKING:
+    from rmc.vboard.ptybridge import PtyBridge
 
 VBOARD_JS = ROOT / "host" / "node" / "vboard.mjs"
 MPREMOTE = Path(sys.executable).with_name("mpremote")
@@ -51,7 +52,7 @@ class VirtualBoard:
     uart_port: int = 0
     pins: Path | str | None = None  # pin map, hardware/pico_pins.json by default
     heap: str = "2M"
-    raw_paste: bool = False  # serve mpremote's raw-paste mode instead of answering R\x00
+    raw_paste: bool = True  # serve mpremote's raw-paste mode (False: answer R\x00, unsupported)
     flash_op_us: int | None = None  # virtual time of one file system write (default 500)
     pty: bool = False  # also serve the REPL on a pseudo-terminal (`repl_pty`), where available
     repl_pty: str | None = field(default=None, init=False)
@@ -62,7 +63,7 @@ class VirtualBoard:
     _queue: queue.Queue = field(default_factory=queue.Queue, init=False, repr=False)
     _stderr: list[str] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _pty_fds: tuple[int, int] | None = field(default=None, init=False, repr=False)
+    _pty: PtyBridge | None = field(default=None, init=False, repr=False)
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -79,8 +80,8 @@ class VirtualBoard:
             cmd += ["--flash", str(self.flash)]
         if self.pins is not None:
             cmd += ["--pins", str(self.pins)]
-        if self.raw_paste:
-            cmd.append("--raw-paste")
+        if not self.raw_paste:
+            cmd.append("--no-raw-paste")
         if self.flash_op_us is not None:
             cmd += ["--flash-op-us", str(int(self.flash_op_us))]
         return cmd
@@ -115,13 +116,9 @@ class VirtualBoard:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        if self._pty_fds is not None:
-            for fd in self._pty_fds:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            self._pty_fds = None
+        if self._pty is not None:
+            self._pty.close()
+            self._pty = None
         if proc.poll() is None:
             try:
                 proc.stdin.write('{"cmd":"quit"}\n')
@@ -233,58 +230,13 @@ class VirtualBoard:
 
     def _start_pty(self) -> None:
         """A pty whose other end is the REPL socket (`mpremote connect /dev/pts/N`)."""
+        from rmc.vboard.ptybridge import PtyBridge  # imported late: `python -m` runs it too
+
         try:
-            import pty
-            import tty
+            self._pty = PtyBridge("127.0.0.1", self.repl_port)
         except ImportError as e:  # not on Windows
             raise VirtualBoardError(f"no pseudo-terminals here: {e}") from None
-        master, slave = pty.openpty()
-        tty.setraw(slave)  # bytes as they are: no echo, no CR/LF translation
-        self._pty_fds = (master, slave)  # our slave fd keeps the pty alive between openers
-        self.repl_pty = os.ttyname(slave)
-        threading.Thread(target=self._pty_bridge, args=(master,), daemon=True).start()
-
-    def _pty_bridge(self, master: int) -> None:
-        # The REPL socket takes one client at a time: connect only when the pty is used, so a
-        # socket:// client is not pushed off by an idle pty.
-        sock: socket.socket | None = None
-        while self._pty_fds is not None:
-            fds = [master] + ([sock] if sock is not None else [])
-            try:
-                ready, _, _ = select.select(fds, [], [], 0.5)
-            except (OSError, ValueError):
-                return
-            if master in ready:
-                try:
-                    data = os.read(master, 4096)
-                except OSError:
-                    return
-                if sock is None:
-                    try:
-                        sock = socket.create_connection(("127.0.0.1", self.repl_port), timeout=5)
-                        sock.setblocking(True)
-                    except OSError:
-                        continue  # board down: dropped, as bytes on an unplugged line
-                try:
-                    sock.sendall(data)
-                except OSError:
-                    sock.close()
-                    sock = None
-            if sock is not None and sock in ready:
-                try:
-                    data = sock.recv(4096)
-                except OSError:
-                    data = b""
-                if not data:  # the board reset or another client took the line
-                    sock.close()
-                    sock = None
-                    continue
-                try:
-                    os.write(master, data)
-                except OSError:
-                    return
-        if sock is not None:
-            sock.close()
+        self.repl_pty = self._pty.path
 
     # --- events ---------------------------------------------------------------------------
 

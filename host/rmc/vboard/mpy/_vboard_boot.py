@@ -12,6 +12,7 @@ import time
 
 import _vbhw
 import machine
+import vfs as _vfs
 
 for _name in ("ticks_us", "ticks_ms", "sleep", "sleep_ms", "sleep_us", "time", "time_ns"):
     setattr(time, _name, getattr(machine, _name))
@@ -31,7 +32,9 @@ def _gt(secs=None):
 time.localtime = _lt
 time.gmtime = _gt
 
-# Emscripten errno -> MicroPython errno
+# Emscripten errno -> MicroPython errno. Only errors of the WebAssembly file system itself are
+# translated: a file system the program mounted (os.mount of a Python object, mpremote's
+# /remote) raises its own numbers, which pass unchanged (its ENOENT 2 is not Emscripten's EACCES).
 _ERRNO = {44: 2, 20: 17, 31: 21, 54: 20, 55: 39, 28: 22, 63: 1, 2: 13, 10: 16, 29: 5}
 
 
@@ -39,6 +42,24 @@ def _fix(e):
     if e.args and e.args[0] in _ERRNO:
         return OSError(_ERRNO[e.args[0]])
     return e
+
+
+def _user_fs(path):
+    """True if `path` lies on a file system the program mounted, not on the board's flash."""
+    mounts = _vfs.mount()
+    if len(mounts) < 2:
+        return False  # only the flash, at /
+    if not isinstance(path, str):
+        return False
+    if not path.startswith("/"):
+        try:
+            path = _getcwd().rstrip("/") + "/" + path
+        except Exception:  # a mounted object without getcwd: the cwd is on it
+            return True
+    for _fs, where in mounts:
+        if where != "/" and (path == where or path.startswith(where + "/")):
+            return True
+    return False
 
 
 # Writing flash takes time on a board: each operation that changes the file system first
@@ -59,6 +80,8 @@ def _flash_op():
 
 def _wrap(fn, empty_is_cwd=False, writes=False):
     def call(*args):
+        if args and _user_fs(args[0]):
+            return fn(*args)  # the mounted object's own errors, unchanged
         if empty_is_cwd and args and args[0] == "":
             args = (_getcwd(),) + args[1:]
         if writes:
@@ -75,6 +98,8 @@ def _wrap(fn, empty_is_cwd=False, writes=False):
 
 
 _getcwd = os.getcwd
+_os_ilistdir = os.ilistdir
+_os_statvfs = os.statvfs
 _stat = _wrap(os.stat, True)
 _ilistdir = _wrap(os.ilistdir, True)
 
@@ -91,6 +116,9 @@ _HIDDEN = ("dev", "proc", "tmp", "home", ".vboard")
 
 
 def ilistdir(path=""):
+    if _user_fs(path or "."):
+        yield from _os_ilistdir(path)
+        return
     base = path if path not in ("", ".") else _getcwd()
     root = base.rstrip("/") == ""
     for ent in _ilistdir(base):
@@ -110,30 +138,62 @@ def listdir(path=""):
     return [e[0] for e in ilistdir(path)]
 
 
-for _name in ("mkdir", "rmdir", "remove", "unlink", "rename", "chdir", "statvfs"):
+# A Pico's flash file system: 1408 KB in 4096-byte blocks (Emscripten's memory file system
+# would claim 4 GB, which `mpremote df` prints run together).
+_BLOCK = 4096
+_BLOCKS = 352
+
+
+def _blocks_used(path):
+    n = 1  # the folder itself
+    for ent in ilistdir(path):
+        sub = path.rstrip("/") + "/" + ent[0]
+        if ent[1] & 0x4000:
+            n += _blocks_used(sub)
+        else:
+            n += (ent[3] + _BLOCK - 1) // _BLOCK
+    return n
+
+
+def statvfs(path):
+    if _user_fs(path or "."):
+        return _os_statvfs(path)
+    _stat(path)  # ENOENT as on a board
+    free = max(0, _BLOCKS - 1 - _blocks_used("/"))  # littlefs keeps two superblocks
+    return (_BLOCK, _BLOCK, _BLOCKS, free, free, 0, 0, 0, 0, 255)
+
+
+for _name in ("mkdir", "rmdir", "remove", "unlink", "rename", "chdir"):
     if hasattr(os, _name):
         setattr(
             os,
             _name,
-            _wrap(
-                getattr(os, _name), _name in ("statvfs", "chdir"), _name not in ("chdir", "statvfs")
-            ),
+            _wrap(getattr(os, _name), _name == "chdir", _name != "chdir"),
         )
+_rmdir = os.rmdir
+
+
+def rmdir(path):
+    if path == "/" and not _user_fs(path):
+        raise OSError(1)  # EPERM, as a board's root (Emscripten says EBUSY)
+    return _rmdir(path)
+
+
+os.rmdir = rmdir
 os.stat = stat
+os.statvfs = statvfs
 os.ilistdir = ilistdir
 os.listdir = listdir
 
 _open = builtins.open
 
 
+_fd_isdir = _vbhw.fd_isdir
+
+
 def open(file, mode="r", *args, **kw):  # replaces the builtin on purpose
-    if isinstance(file, str):
-        try:
-            isdir = _stat(file)[0] & 0x4000
-        except OSError:
-            isdir = False
-        if isdir:
-            raise OSError(21)  # EISDIR: Emscripten would open a folder for reading
+    if _user_fs(file):
+        return _open(file, mode, *args, **kw)  # the mounted object's open, errors unchanged
     writing = "w" in mode or "a" in mode or "+" in mode or "x" in mode
     if writing:
         _flash_op()
@@ -141,6 +201,9 @@ def open(file, mode="r", *args, **kw):  # replaces the builtin on purpose
         f = _open(file, mode, *args, **kw)
     except OSError as e:
         raise _fix(e) from None
+    if _fd_isdir(f.fileno()):
+        f.close()
+        raise OSError(21)  # EISDIR: Emscripten opens a folder for reading
     return _WFile(f) if writing else f
 
 

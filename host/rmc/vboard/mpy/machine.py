@@ -523,11 +523,17 @@ class WDT:
 
 
 class RTC:
+    """The RTC runs on the virtual clock; setting it moves time.time() and time.localtime()."""
+
     def datetime(self, dt=None):
         import time as _t
 
         if dt is not None:
-            raise OSError(1)  # the virtual RTC follows the virtual clock
+            if len(dt) != 8:
+                raise ValueError("requested length 8 but object has length %d" % len(dt))
+            y, mo, d, _wd, h, mi, s, _sub = dt
+            _hw.rtc_set(_t.mktime((y, mo, d, h, mi, s, 0, 0)), 0)
+            return None
         y, mo, d, h, mi, s, wd, _ = _t.localtime()
         return (y, mo, d, wd, h, mi, s, 0)
 
