@@ -141,3 +141,16 @@ def test_tamper_forced_close_and_rejected_results_show_in_the_text_report(tmp_pa
     assert "tamper at 1:" in text and "what=[bold]lid[/bold]" in text
     assert "rejected spin 9: 4 (not_launched)" in text
     assert "problems found" in text
+
+
+def test_a_trace_that_lost_its_header_is_unusable_for_check_and_replay(tmp_path, capsys):
+    lines, _ = session_lines(4)
+    p = tmp_path / "t.jsonl"
+    with TraceWriter(p, make_header("T01", "record")) as w:
+        for line in lines:
+            w.frame(line.rstrip(b"\n"), rx_ms=0)
+    headless = tmp_path / "headless.jsonl"
+    headless.write_text("".join(p.read_text().splitlines(keepends=True)[1:]))
+    for cmd in ("check", "replay"):
+        assert main([cmd, str(headless)]) == 2, cmd
+        assert "line 1: a trace starts with its header" in capsys.readouterr().err, cmd

@@ -105,14 +105,15 @@ def make_header(
 
 
 def looks_like_trace(head: bytes) -> bool:
-    """True when the first non-blank line of `head` is a trace header."""
+    """True when the first non-blank line of `head` is a trace record: its header, or any
+    other record of a trace that lost its header (which parse_trace then refuses)."""
     for raw in head.splitlines():
         if raw.strip():
             try:
                 obj = json.loads(raw)
             except (ValueError, UnicodeDecodeError):
                 return False
-            return isinstance(obj, dict) and obj.get("kind") == "header"
+            return isinstance(obj, dict) and isinstance(obj.get("kind"), str)
     return False
 
 
