@@ -728,7 +728,9 @@ class _Rules:
         before = len(self.r.violations)
         s = self.current(f)
         self.check_result(f, n, num, s)
-        rules = [v["rule"] for v in self.r.violations[before:]]
+        # the rules its own frame broke (a late announcement is the LAST3 frame's, not its)
+        at = (f.boot, f.seq)
+        rules = [v["rule"] for v in self.r.violations[before:] if (v["boot"], v["seq"]) == at]
         if s is not None:
             rules += s.launch_rules
         if rules:
