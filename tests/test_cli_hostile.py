@@ -12,25 +12,16 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_support
 import pytest
 
 WIDE = {**os.environ, "COLUMNS": "200"}  # no table squeezed: what is printed is whole
 
 
 def rmc(*args: str, cwd: Path, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rmc", *args],
-        cwd=cwd,
-        env=WIDE,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        **kw,
-    )
+    return cli_support.rmc(*args, cwd=cwd, env=WIDE, **kw)
 
 
 def one_line_reason(proc: subprocess.CompletedProcess, command: str) -> str:

@@ -13,9 +13,9 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_support
 import pytest
 
 GOOD = "a good file, kept\n"
@@ -26,15 +26,7 @@ def rmc(*args: str, cwd: Path, fsize: int | None = None) -> subprocess.Completed
         if fsize is not None:
             resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 
-    return subprocess.run(
-        [sys.executable, "-m", "rmc", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-        preexec_fn=limit,
-    )
+    return cli_support.rmc(*args, cwd=cwd, preexec_fn=limit)
 
 
 def refused(proc: subprocess.CompletedProcess, command: str, name: str) -> str:

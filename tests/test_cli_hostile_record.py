@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
+import cli_support
 import pytest
 
 GOOD_FRAME = b"$1,T07,3,1,0,BOOT*24e1ddf1\n"
@@ -61,14 +61,7 @@ class Feeder(threading.Thread):
 
 
 def rmc(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rmc", "record", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    return cli_support.rmc("record", *args, cwd=cwd, timeout=120)
 
 
 def frame_lines(path: Path) -> list[str]:

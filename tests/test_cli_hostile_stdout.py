@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+import cli_support
 import pytest
 
 BETS = {"bets": [{"player": "A", "type": "plein", "numbers": ["17"], "stake": "10"}]}
@@ -39,15 +39,7 @@ def inputs(tmp_path: Path) -> Path:
 
 
 def run_into(args: list[str], cwd: Path, stdout) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rmc", *args],
-        cwd=cwd,
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    return cli_support.rmc(*args, cwd=cwd, stdout=stdout)
 
 
 def assert_failed_with_one_line(proc: subprocess.CompletedProcess, command: str) -> None:

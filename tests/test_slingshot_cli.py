@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+import cli_support
 
 from rmc.cli import main
 
@@ -23,13 +24,7 @@ PREFIX = "rmc import-slingshot: "
 
 
 def rmc(*args: str, stdout=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "rmc", *args],
-        stdout=stdout if stdout is not None else subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        check=False,
-    )
+    return cli_support.rmc(*args, stdout=stdout if stdout is not None else subprocess.PIPE)
 
 
 def _log(tmp_path: Path, text: str = GOOD, name: str = "wheel.log") -> Path:

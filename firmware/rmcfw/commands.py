@@ -296,8 +296,8 @@ def parse_ranges(text):
     out = []
     for part in text.split(";"):
         a, _, b = part.partition("-")
-        a = frames._uint(a.encode())  # one spelling (FrameError is a ValueError)
-        b = frames._uint(b.encode()) if b else a
+        a = frames.number(a)  # one spelling (FrameError is a ValueError)
+        b = frames.number(b) if b else a
         if a < 1 or b < a or (out and a <= out[-1][1]):
             raise ValueError("ranges")
         out.append((a, b))

@@ -6,6 +6,8 @@
 # A value from the wire has one spelling (number()): "+5", "05" or " 5" set nothing.
 from math import pi, sqrt, tan
 
+from rmcfw import frames
+
 _KEYS = {
     # key: (default, min, max)
     "settle_ms": (1500, 200, 10000),  # one pocket held that long: the ball is at rest
@@ -124,16 +126,9 @@ def number(value):
     "5_0", other scripts' digits."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    if isinstance(value, bytes):
-        value = value.decode()  # (UnicodeError is a ValueError)
-    if not isinstance(value, str) or not 0 < len(value) <= 10:
+    if not isinstance(value, (str, bytes)):
         raise ValueError("not a number")
-    if value[0] == "0" and len(value) > 1:
-        raise ValueError("a number with a leading zero")
-    for c in value:
-        if not "0" <= c <= "9":
-            raise ValueError("not a number")
-    return int(value)
+    return frames.number(value)  # the wire's own reading (FrameError is a ValueError)
 
 
 def keys():

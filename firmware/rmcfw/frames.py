@@ -265,15 +265,20 @@ def _uint(b):
     return v
 
 
+def number(text):
+    """The integer of a number in its one spelling (str or bytes: ASCII digits, no sign, no
+    leading zero, at most 10 digits); FrameError (a ValueError) otherwise."""
+    return _uint(text.encode() if isinstance(text, str) else text)
+
+
 def field_uint(fields, key, default=None):
-    """A field's integer in its one spelling (digits, no sign, no leading zero, at most 10
-    digits); `default` when absent; FrameError otherwise."""
+    """A field's integer in its one spelling (number()); `default` when absent."""
     v = fields.get(key)
     if v is None:
         if default is None:
             raise FrameError("no field %s" % key)
         return default
-    return _uint(v.encode() if isinstance(v, str) else v)
+    return number(v)
 
 
 def _unescape(b):
