@@ -9,6 +9,7 @@ BIN    := $(VENV)/bin
 NODE_DIR := host/node
 PY_STAMP   := $(VENV)/.rmc-installed
 NODE_STAMP := $(NODE_DIR)/node_modules/.rmc-installed
+PG_STAMP   := $(VENV)/.rmc-postgresql
 PORT ?=
 LINT_PATHS := firmware host/rmc tests
 
@@ -23,7 +24,7 @@ help:
 	@echo "make deploy PORT=...  compile the firmware with mpy-cross and copy it with mpremote"
 	@echo "make nowdt PORT=...   restart the board without its watchdog (REPL work); make wdt: with"
 
-setup: $(PY_STAMP) $(NODE_STAMP)
+setup: $(PY_STAMP) $(NODE_STAMP) $(PG_STAMP)
 
 $(PY_STAMP): host/requirements.txt host/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +36,15 @@ $(NODE_STAMP): $(NODE_DIR)/package.json $(NODE_DIR)/package-lock.json
 	command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; }
 	cd $(NODE_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# PostgreSQL for the table service's tests, which start a throwaway server (tests/pgserver.py):
+# Debian's package when no initdb is found, on PATH nor in /usr/lib/postgresql/*/bin. Where it
+# cannot be installed, those tests skip and say why.
+$(PG_STAMP): | $(PY_STAMP)
+	command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; } || \
+	  echo "PostgreSQL could not be installed: its tests will skip (rm $@ to try again)"
 	touch $@
 
 lint: $(PY_STAMP)

@@ -210,6 +210,9 @@ class Checker:
         self._in_order = True  # frames dict insertion order is (boot, seq) order
         self._last_key = (-1, -1)
         self.counts = Report()
+        # why feed() returned None for the last line: "crc", "malformed", "auth", "noise",
+        # "blank", "foreign", "duplicate", "conflict", "displaced" (a live service files it)
+        self.why = ""
 
     def feed(self, line: bytes, rx_ms: float | None = None) -> Frame | None:
         """One received line (bytes, newline optional). Returns the frame if valid and new."""
@@ -226,8 +229,11 @@ class Checker:
                 # A frame's tail without its start: damaged, not noise.
                 c.frames += 1
                 c.crc_errors += 1
-            elif body.strip():
-                c.noise += 1
+                self.why = "crc"
+            else:
+                self.why = "noise" if body.strip() else "blank"
+                if body.strip():
+                    c.noise += 1
             return None
         c.frames += 1
         if start and line[start - 1] == 0x7E:  # "~": resent from the journal
@@ -236,12 +242,15 @@ class Checker:
             f = decode(line[start:] if start else line, self.verifier)
         except AuthError:
             c.auth_failures += 1
+            self.why = "auth"
             return None
         except CrcError:
             c.crc_errors += 1
+            self.why = "crc"
             return None
         except FrameError:
             c.malformed += 1
+            self.why = "malformed"
             return None
         return self._accept(f, rx_ms)
 
@@ -250,17 +259,20 @@ class Checker:
         c = self.counts
         if f.start != "$":
             c.malformed += 1  # a command echoed back is not a frame
+            self.why = "malformed"
             return None
         if self.table is None:
             self.table = f.table
         elif f.table != self.table:
             self._foreign.append(f)
+            self.why = "foreign"
             return None
         if f.seq == proto.SEQ_NONE:
             # An unsequenced answer (ACK): no place in the numbering, but its `top` tells
             # the last seq the firmware had used, which shows frames missing at the end.
             if f.type != proto.T_ACK:
                 c.malformed += 1
+                self.why = "malformed"
                 return None
             c.answers += 1
             top = f.fields.get(proto.K_TOP, "")
@@ -279,14 +291,17 @@ class Checker:
             return f
         if old is not None and old.tagged and not f.tagged and self.verifier is None:
             self._displaced += 1  # an untagged copy of a tagged frame's place: a forgery
+            self.why = "displaced"
             return None
         if old is not None:
             if old.line == f.line:
                 c.duplicates += 1
+                self.why = "duplicate"
                 if not f.resent:
                     c.unmarked_duplicates += 1
             else:
                 self._conflicts.append(f)
+                self.why = "conflict"
             return None
         # Out of order: below the highest (boot, seq) received so far.
         if key < self._last_key:
@@ -561,6 +576,11 @@ class _Rules:
         return v
 
     def run(self, frames: Iterable[Frame]) -> None:
+        self.feed(frames)
+        self.finish()
+
+    def feed(self, frames: Iterable[Frame]) -> None:
+        """Frames in (boot, seq) order; may be called again with the frames that follow."""
         handlers = {
             proto.T_LAUNCH: self.launch,
             proto.T_RNVP: self.rnvp,
@@ -599,6 +619,9 @@ class _Rules:
                 h(f)
             except FrameError as e:
                 self.bad(f, "bad_field", str(e))
+
+    def finish(self) -> None:
+        """What the end of the recording leaves open: reported once, after the last frame."""
         if self.lid_pending is not None:
             self.bad(self.lid_pending, "lid_not_locked", "no lid lock after the session closed")
         for code, f in sorted(self.faults_on.items()):

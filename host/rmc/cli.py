@@ -21,6 +21,8 @@ COMMANDS: list[str] = [
     "rmc.commands.import_slingshot",
     "rmc.commands.record",
     "rmc.commands.replay",
+    "rmc.commands.serve",
+    "rmc.commands.table",
     "rmc.commands.sim",
     "rmc.commands.rnvp",
     "rmc.commands.vboard",

@@ -68,6 +68,7 @@ class Link:
         writer: TraceWriter | None = None,
         on_result: Callable[[Frame], None] | None = None,
         on_frame: Callable[[Frame], None] | None = None,
+        on_line: Callable[[bytes, Frame | None], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
         retry_s: float = 0.5,
         idle_s: float = 2.0,
@@ -80,6 +81,7 @@ class Link:
         self.writer = writer
         self.on_result = on_result
         self.on_frame = on_frame
+        self.on_line = on_line  # every line as received, with its frame (None: not a new one)
         self.clock = clock
         self.retry_s = retry_s
         self.idle_s = idle_s
@@ -112,6 +114,36 @@ class Link:
         self._first_boot: int | None = None
         self.results: list[Frame] = []
 
+    def resume(
+        self,
+        high: dict[int, int],
+        missing: dict[int, list[int]],
+        first_boot: int | None,
+        last_cseq: int = 0,
+    ) -> None:
+        """Take up a table where a store left it: the frames it holds, the gaps among them
+        (asked again at once), and the last command seq used (the firmware refuses a seq it
+        has seen in this boot)."""
+        for boot, top in high.items():
+            self._high[boot] = top
+            self._missing.setdefault(boot, set()).update(missing.get(boot, ()))
+        if high:
+            self._boot = max(high)
+            self._first_boot = first_boot if first_boot is not None else min(high)
+        if self.checker.table is not None:
+            self._commander = Commander(self.checker.table, self.key)
+            self._commander.seq = last_cseq
+
+    @property
+    def boot(self) -> int:
+        """The newest firmware boot heard (0: none yet): commands are addressed to it."""
+        return self._boot
+
+    @property
+    def command_seq(self) -> int:
+        """The seq of the last command sent."""
+        return self._commander.seq if self._commander is not None else 0
+
     # --- input ---
 
     def poll(self, max_bytes: int = 4096) -> int:
@@ -141,6 +173,8 @@ class Link:
         if self.writer is not None and line.strip():
             self.writer.frame(line)
         f = self.checker.feed(line, now * 1000)
+        if self.on_line is not None:
+            self.on_line(line, f)
         if f is None:
             return
         self._last_rx = now

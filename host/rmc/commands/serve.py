@@ -1,0 +1,175 @@
+"""`rmc serve`: run live tables: every frame into a database, operator commands, an HTTP API.
+
+  rmc serve [--config FILE.toml] [--table ID=URL ...] [--db URL] [--http HOST:PORT]
+            [--key-file ID=FILE ...]
+
+One process connects to every table it is given (serial devices, `socket://` URLs such as the
+virtual board's UART), checks every frame with the table's key, asks again for every gap, and
+keeps each frame once in the database with what the decree's rules derive from it. The
+database is a SQLite file under var/ by default, or PostgreSQL by URL
+(postgresql://user@host:port/db). The HTTP API listens on 127.0.0.1:8019 by default; with
+port 0 the system picks one. The first line printed says where it listens. Operators and
+their tokens come from the configuration file (docs/serve.md).
+Ctrl-C or SIGTERM stops it after the rows received are written. Exit 2 on a configuration,
+database or address it cannot use, with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run live tables: database, operator commands, HTTP API",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", metavar="FILE.toml", help="tables, keys, operators, database")
+    p.add_argument(
+        "--table", action="append", default=[], metavar="ID=URL", help="a table and its port"
+    )
+    p.add_argument("--db", metavar="URL", help="database URL (default sqlite:///var/rmc.db)")
+    p.add_argument("--http", metavar="HOST:PORT", help="where the API listens (127.0.0.1:8019)")
+    p.add_argument(
+        "--key-file", action="append", default=[], metavar="ID=FILE", help="a table's HMAC key"
+    )
+    p.set_defaults(func=run)
+
+
+def _pair(text: str, what: str) -> tuple[str, str]:
+    from rmc.serve.config import ConfigError
+
+    name, sep, value = text.partition("=")
+    if not sep or not name or not value:
+        raise ConfigError(f"{what} must be ID=VALUE, not {text!r}")
+    return name, value
+
+
+def build_config(args: argparse.Namespace):
+    from rmc.serve import config as sc
+
+    cfg = sc.load(Path(args.config) if args.config else None)
+    if args.db:
+        cfg.db = args.db
+    if args.http:
+        cfg.http = args.http
+    for text in args.table:
+        tid, url = _pair(text, "--table")
+        known = [t for t in cfg.tables if t.id == tid]
+        if known:
+            known[0].url = url
+        else:
+            cfg.tables.append(sc.table_spec(tid, url))
+    for text in args.key_file:
+        tid, path = _pair(text, "--key-file")
+        known = [t for t in cfg.tables if t.id == tid]
+        if not known:
+            raise sc.ConfigError(f"--key-file {tid}: no such table (give it with --table)")
+        known[0].key = sc.read_key(Path(path))
+    sc.check(cfg)
+    if not cfg.tables:
+        raise sc.ConfigError("no table to serve: give --table ID=URL or a --config file")
+    return cfg
+
+
+def run(args: argparse.Namespace) -> int:
+    from rmc.console import fail
+    from rmc.serve.config import ConfigError
+    from rmc.serve.store import StoreError
+
+    try:
+        cfg = build_config(args)
+        host, port = cfg.host_port
+    except ConfigError as e:
+        return fail("serve", str(e))
+    try:
+        return _serve(cfg, host, port)
+    except StoreError as e:
+        return fail("serve", f"database: {e}")
+    except OSError as e:
+        return fail("serve", f"cannot listen on {host}:{port}: {e.strerror or e}")
+
+
+class _Stopped(Exception):
+    pass
+
+
+def _stop(sig, frame) -> None:
+    raise _Stopped
+
+
+def _serve(cfg, host: str, port: int) -> int:
+    import signal
+    import socket
+
+    import uvicorn
+
+    from rmc.serve.api import create_app
+    from rmc.serve.service import Service
+
+    # The socket is bound here, before anything starts: a port in use is one clear line.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(1024)  # clients wait in the queue while the service starts
+    except OSError:
+        sock.close()
+        raise
+    # a SIGTERM before uvicorn takes the signals over stops the start cleanly
+    signal.signal(signal.SIGTERM, _stop)
+    service = Service(cfg)
+    try:
+        service.start()
+        bound = sock.getsockname()[1]
+        where = f"[{host}]" if family == socket.AF_INET6 else host
+        print(
+            f"rmc serve: {len(cfg.tables)} table(s), database {service.store.url}, "  # type: ignore[union-attr]
+            f"listening on http://{where}:{bound}",
+            flush=True,
+        )
+        # live event streams never end by themselves: they are cut after 2 s at shutdown
+        config = uvicorn.Config(
+            create_app(service), log_level="warning", access_log=False, timeout_graceful_shutdown=2
+        )
+        _Server(config).run(sockets=[sock])
+    except _Stopped:
+        pass
+    finally:
+        service.stop()
+        sock.close()
+    sys.stdout.flush()
+    return 0
+
+
+def _server_class():
+    import contextlib
+    import signal
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, except that a SIGTERM or Ctrl-C only ends the HTTP side: the
+        service then writes what it holds and `rmc serve` exits 0 (uvicorn would raise the
+        signal again after its own shutdown, and the process would die with it)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self):
+            sigs = (signal.SIGINT, signal.SIGTERM)
+            before = {s: signal.signal(s, self.handle_exit) for s in sigs}
+            try:
+                yield
+            finally:
+                for s, h in before.items():
+                    signal.signal(s, h)
+
+    return Server
+
+
+def _Server(config):
+    return _server_class()(config)

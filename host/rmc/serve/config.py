@@ -1,0 +1,168 @@
+"""`rmc serve`'s configuration: the tables, their keys, the operators, the database, the port.
+
+A TOML file (docs/serve.md) and the command line's options, which add to it or override it:
+
+```toml
+db = "sqlite:///var/rmc.db"       # or postgresql://user@host:5432/rmc
+http = "127.0.0.1:8019"
+
+[[table]]
+id = "T1"                         # the table's name, as in its frames
+url = "socket://127.0.0.1:40124"  # a serial device or a pyserial URL
+key_file = "keys/T1.key"          # its HMAC key, hex (optional)
+
+[[operator]]
+name = "marie"
+role = "chef"                     # display, chef or engineer
+token_file = "tokens/marie"       # the token itself, or token_sha256 = "<hex>"
+```
+Relative paths are read from the configuration file's folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rmc.serve.orders import ROLES
+from rmc.serve.tables import TableSpec
+
+DEFAULT_DB = "sqlite:///var/rmc.db"
+DEFAULT_HTTP = "127.0.0.1:8019"
+_TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,16}")
+
+
+class ConfigError(ValueError):
+    """A configuration the service cannot run with (one-line reason)."""
+
+
+@dataclass(frozen=True)
+class Operator:
+    name: str
+    role: str
+    token_sha256: str  # hex: tokens are never kept in memory or on record in clear
+
+
+@dataclass
+class ServeConfig:
+    tables: list[TableSpec] = field(default_factory=list)
+    operators: list[Operator] = field(default_factory=list)
+    db: str = DEFAULT_DB
+    http: str = DEFAULT_HTTP
+
+    @property
+    def host_port(self) -> tuple[str, int]:
+        return parse_http(self.http)
+
+    def operator(self, token: str) -> Operator | None:
+        """The operator a token belongs to (compared in constant time), or None."""
+        digest = token_digest(token)
+        found = None
+        for op in self.operators:
+            if hmac.compare_digest(op.token_sha256, digest):
+                found = op
+        return found
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.strip().encode()).hexdigest()
+
+
+def parse_http(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(f"--http must be HOST:PORT, not {text!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def read_key(path: Path) -> bytes:
+    from rmc.commands.check import read_key as read
+
+    try:
+        key = read(str(path))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    assert key is not None
+    return key
+
+
+def read_token(path: Path) -> str:
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(
+            f"cannot read token file {path}: {getattr(e, 'strerror', None) or e}"
+        ) from None
+    if len(token) < 16:
+        raise ConfigError(f"token file {path}: a token needs 16 characters or more")
+    return token
+
+
+def table_spec(id_: str, url: str, key: bytes | None = None) -> TableSpec:
+    if not _TABLE_ID.fullmatch(id_):
+        raise ConfigError(f"table id {id_!r}: 1 to 16 letters, digits, '-' or '_'")
+    if not url:
+        raise ConfigError(f"table {id_}: no url")
+    return TableSpec(id_, url, key)
+
+
+def load(path: Path | None) -> ServeConfig:
+    """The configuration file's content (an empty configuration without a file)."""
+    cfg = ServeConfig()
+    if path is None:
+        return cfg
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: {e}") from None
+    base = path.parent
+    cfg.db = str(data.get("db", cfg.db))
+    cfg.http = str(data.get("http", cfg.http))
+    for t in _list(data, "table", path):
+        key = read_key(base / t["key_file"]) if t.get("key_file") else None
+        cfg.tables.append(table_spec(str(t.get("id", "")), str(t.get("url", "")), key))
+    for o in _list(data, "operator", path):
+        name, role = str(o.get("name", "")), str(o.get("role", ""))
+        if not name or role not in ROLES:
+            raise ConfigError(
+                f"{path}: operator {name!r} needs a name and a role ({', '.join(ROLES)})"
+            )
+        if o.get("token_sha256"):
+            digest = str(o["token_sha256"]).lower()
+            if not re.fullmatch(r"[0-9a-f]{64}", digest):
+                raise ConfigError(f"{path}: operator {name}: token_sha256 is not a SHA-256 in hex")
+        elif o.get("token_file"):
+            digest = token_digest(read_token(base / o["token_file"]))
+        else:
+            raise ConfigError(f"{path}: operator {name} has no token_file nor token_sha256")
+        cfg.operators.append(Operator(name, role, digest))
+    check(cfg)
+    return cfg
+
+
+def check(cfg: ServeConfig) -> None:
+    ids = [t.id for t in cfg.tables]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ConfigError(f"table {dup[0]} is listed twice")
+    names = [o.name for o in cfg.operators]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"operator {dup[0]} is listed twice")
+    digests = [o.token_sha256 for o in cfg.operators]
+    if len(set(digests)) != len(digests):
+        raise ConfigError("two operators share a token")
+    parse_http(cfg.http)
+
+
+def _list(data: dict, name: str, path: Path) -> list[dict]:
+    items = data.get(name, [])
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ConfigError(f"{path}: [[{name}]] must be a list of tables")
+    return items

@@ -1,0 +1,166 @@
+"""The checker's rules, run live over one table's frames as they come.
+
+`rmc check` runs the decree's rules (`rmc.checker`) over a whole trace at once. A service
+cannot wait for the end: `Deriver` runs the same rules frame by frame, in (boot, seq) order,
+as far as the frames are complete (a frame still missing holds back the ones after it, as
+the link holds back results), and turns what they find into rows for the store: one event
+per finding, numbered within its kind, and the result and session rows the API reads.
+
+The rows are numbered by the order the rules find them, which depends only on the frames in
+(boot, seq) order. After a restart the deriver is fed the stored frames again and gives the
+same numbers, so `done` (the events stored already, per kind) tells what not to write twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rmc.checker import Report, _Rules
+from rmc.frames import Frame, FrameError
+from rmc.serve.store import EventRow, ResultRow, SessionClose, SessionOpen
+from rmcfw import proto
+
+# Report lists -> event kinds
+_LISTS = (
+    ("results", "result"),
+    ("rejected", "rejected"),
+    ("voids", "void"),
+    ("violations", "violation"),
+    ("faults", "fault"),
+    ("tamper", "tamper"),
+    ("alerts", "alert"),
+    ("forced_closes", "forced_close"),
+    ("settings", "setting"),
+)
+# frames on record as events of their own (the rules keep no list of them)
+_FRAME_KINDS = {
+    proto.T_SESSION_OPEN: "session_open",
+    proto.T_SESSION_CLOSE: "session_close",
+    proto.T_LAST_THREE: "last3",
+    proto.T_INCIDENT: "incident",
+}
+
+
+@dataclass
+class Derived:
+    """New rows found since the last call."""
+
+    events: list[EventRow] = field(default_factory=list)
+    results: list[ResultRow] = field(default_factory=list)
+    opens: list[SessionOpen] = field(default_factory=list)
+    closes: list[SessionClose] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.events or self.results or self.opens or self.closes)
+
+
+class Deriver:
+    """One table's rules, fed frames in any order, applied in (boot, seq) order."""
+
+    def __init__(self, table: str, done: dict[str, int] | None = None) -> None:
+        self.table = table
+        self.report = Report(table=table)
+        self.rules = _Rules(self.report)
+        self.done = dict(done or {})  # kind -> events stored already
+        self._seen = {kind: 0 for _, kind in _LISTS}
+        self._seen.update({kind: 0 for kind in _FRAME_KINDS.values()})
+        self._held: dict[tuple[int, int], tuple[Frame, int]] = {}
+        self.fed: tuple[int, int] = (-1, -1)  # the last frame applied
+        self.session: int | None = None  # the open session's number (None: none known)
+        self.state: dict[str, str] = {}  # the last STAT frame's fields
+        self.last: Frame | None = None
+
+    def add(self, f: Frame, rx_us: int) -> None:
+        """A new frame; applied once every frame before it is there (`advance`)."""
+        if f.seq != proto.SEQ_NONE and (f.boot, f.seq) > self.fed:
+            self._held[(f.boot, f.seq)] = (f, rx_us)
+
+    def advance(self, first_missing: tuple[int, int] | None) -> Derived:
+        """Apply the held frames below the first missing one (all of them if none is)."""
+        out = Derived()
+        if not self._held:
+            return out
+        for key in sorted(self._held):
+            if first_missing is not None and key >= first_missing:
+                break
+            f, rx_us = self._held.pop(key)
+            self._apply(f, rx_us, out)
+        return out
+
+    @property
+    def held(self) -> int:
+        return len(self._held)
+
+    @property
+    def active_faults(self) -> list[str]:
+        return sorted(self.rules.faults_on)
+
+    def _apply(self, f: Frame, rx_us: int, out: Derived) -> None:
+        self.rules.feed((f,))
+        self.fed = (f.boot, f.seq)
+        self.last = f
+        if f.type == proto.T_STATUS:
+            try:
+                self.state = dict(f.fields)
+            except FrameError:
+                pass
+        r = self.report
+        for name, kind in _LISTS:
+            items = getattr(r, name)
+            for i in range(self._seen[kind], len(items)):
+                item = items[i]
+                if self._new(kind, i):
+                    boot, seq = item.get("boot", f.boot), item.get("seq", f.seq)
+                    out.events.append(EventRow(self.table, kind, i, boot, seq, dict(item)))
+                    if kind in ("result", "rejected"):
+                        out.results.append(self._result(f, rx_us, valid=kind == "result"))
+            self._seen[kind] = len(items)
+        kind = _FRAME_KINDS.get(f.type)
+        if kind is not None:
+            self._frame_event(f, kind, rx_us, out)
+
+    def _new(self, kind: str, n: int) -> bool:
+        return n >= self.done.get(kind, 0)
+
+    def _frame_event(self, f: Frame, kind: str, rx_us: int, out: Derived) -> None:
+        n = self._seen[kind]
+        self._seen[kind] = n + 1
+        try:
+            fields = dict(f.fields)
+        except FrameError:
+            fields = {}
+        number = _int(fields.get("session"))
+        if f.type == proto.T_SESSION_OPEN:
+            self.session = number
+        elif f.type == proto.T_SESSION_CLOSE:
+            self.session = None
+        if not self._new(kind, n):
+            return
+        out.events.append(EventRow(self.table, kind, n, f.boot, f.seq, fields))
+        if f.type == proto.T_SESSION_OPEN:
+            chef = fields.get("chef", "")
+            out.opens.append(SessionOpen(self.table, number or 0, f.boot, f.seq, chef, rx_us))
+        elif f.type == proto.T_SESSION_CLOSE:
+            spins, reason = _int(fields.get("spins")), fields.get("reason")
+            close = SessionClose(self.table, number or 0, f.boot, f.seq, spins, reason, rx_us)
+            out.closes.append(close)
+
+    def _result(self, f: Frame, rx_us: int, valid: bool) -> ResultRow:
+        fl = f.fields
+        return ResultRow(
+            self.table,
+            f.boot,
+            f.seq,
+            _int(fl.get("spin")) or 0,
+            fl.get("num", ""),
+            fl.get("colour", ""),
+            fl.get("parity", ""),
+            fl.get("half", ""),
+            rx_us,
+            valid,
+            self.session,
+        )
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None

@@ -1,0 +1,155 @@
+"""The table service: every table's runner, the database writer, and the live event bus.
+
+`Service.start()` opens the store (migrating it), takes up each table where the store left it
+(its stored frames fed again to the rules, its gaps asked again) and starts one runner a
+table. The HTTP API (`rmc.serve.api`) reads the store and the runners' state, sends the
+operators' orders through `order()`, and streams the bus to its clients.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rmc.frames import FrameError, decode
+from rmc.record import open_port
+from rmc.serve import orders
+from rmc.serve.config import Operator, ServeConfig
+from rmc.serve.store import Store
+from rmc.serve.tables import TableRunner, TableSpec
+from rmc.serve.writer import Writer
+
+
+class Bus:
+    """Live events to any number of listeners; a listener that does not keep up is dropped
+    (a web client reconnects and reads what it missed from the API), never waited for."""
+
+    def __init__(self, keep: int = 1000) -> None:
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._listeners: dict[int, Callable[[dict[str, Any]], bool]] = {}
+        self.recent: collections.deque[dict[str, Any]] = collections.deque(maxlen=keep)
+
+    def publish(self, event: dict[str, Any]) -> None:
+        with self._lock:
+            event = {"id": next(self._ids), "at_us": time.time_ns() // 1000, **event}
+            self.recent.append(event)
+            listeners = list(self._listeners.items())
+        for key, listener in listeners:
+            if not listener(event):
+                self.unsubscribe(key)
+
+    def subscribe(self, listener: Callable[[dict[str, Any]], bool]) -> int:
+        """listener(event) -> False when it cannot take more (it is then dropped)."""
+        with self._lock:
+            key = next(self._ids)
+            self._listeners[key] = listener
+            return key
+
+    def unsubscribe(self, key: int) -> None:
+        with self._lock:
+            self._listeners.pop(key, None)
+
+
+class UnknownTable(KeyError):
+    pass
+
+
+class Service:
+    def __init__(self, config: ServeConfig, opener: Callable[[str], Any] = open_port) -> None:
+        self.config = config
+        self.opener = opener
+        self.bus = Bus()
+        self.store: Store | None = None
+        self.writer: Writer | None = None
+        self.runners: dict[str, TableRunner] = {}
+        self.started_us: int | None = None
+
+    def start(self) -> Service:
+        self.store = Store.open(self.config.db)
+        self.writer = Writer(self.store, on_state=self._db_state).start()
+        for spec in self.config.tables:
+            self.add_table(spec)
+        self.started_us = time.time_ns() // 1000
+        return self
+
+    def add_table(self, spec: TableSpec) -> TableRunner:
+        assert self.store is not None and self.writer is not None
+        self.store.ensure_table(spec.id, spec.url)
+        resume = self.store.resume(spec.id)
+        runner = TableRunner(
+            spec,
+            resume,
+            self.writer.put,
+            self.bus.publish,
+            self.opener,
+            backlog=self._backlog(spec.id),
+        )
+        self.runners[spec.id] = runner.start()
+        return runner
+
+    def _backlog(self, table: str):
+        assert self.store is not None
+        for row in self.store.frames(table):
+            try:
+                f = decode(row.line.encode())
+            except FrameError:
+                continue  # stored as received and checked then: cannot happen, never fatal
+            yield f, row.rx_us
+
+    def stop(self) -> None:
+        for r in self.runners.values():
+            r.stop()
+        if self.writer is not None:
+            self.writer.stop()
+        if self.store is not None:
+            self.store.close()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        return self.writer.flush(timeout) if self.writer is not None else True
+
+    def _db_state(self, health: Any) -> None:
+        self.bus.publish({"type": "database", "ok": health.ok, "error": health.error})
+
+    # --- for the API ---
+
+    def runner(self, table: str) -> TableRunner:
+        r = self.runners.get(table)
+        if r is None:
+            raise UnknownTable(table)
+        return r
+
+    def order(self, table: str, verb: str, args: dict[str, Any], op: Operator) -> dict[str, Any]:
+        """An operator's command: checked, sent signed, its answer awaited and returned.
+        OrderError for an order refused before it goes; UnknownTable."""
+        runner = self.runner(table)
+        v = orders.VERBS.get(verb)
+        if v is None:
+            raise orders.OrderError(f"no command {verb!r}")
+        fields = orders.fields(verb, args, op.name)
+        out = runner.command(verb, v.cmd, fields, op.name, op.role)
+        self.bus.publish({"type": "command", "table": table, **out})
+        return out
+
+    def table_info(self, table: str) -> dict[str, Any]:
+        r = self.runner(table)
+        return {"id": table, "url": r.spec.url, "link": r.link_state(), **r.table_state()}
+
+    def health(self) -> dict[str, Any]:
+        w = self.writer.health if self.writer is not None else None
+        return {
+            "started_us": self.started_us,
+            "database": {
+                "url": self.store.url if self.store else None,
+                "ok": w.ok if w else False,
+                "error": w.error if w else None,
+                "pending_rows": w.pending if w else 0,
+                "rows": w.rows if w else 0,
+                "retries": w.retries if w else 0,
+            },
+            "tables": len(self.runners),
+        }

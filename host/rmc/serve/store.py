@@ -1,0 +1,1012 @@
+"""The table service's database: every frame as received, what the checker derives, commands.
+
+SQLAlchemy 2 on SQLite (default, embedded) or PostgreSQL (psycopg 3), the same code for both.
+`Store.open(url)` connects and brings the schema to the newest Alembic revision
+(`rmc/serve/migrations`); `write(batch)` stores one service batch in one transaction, each
+row type in one executemany statement, insert-or-ignore on the natural keys, so that writing a
+batch again (after a kill -9 and a restart) stores nothing twice. The query methods give plain
+JSON-ready dicts, times as integer microseconds since the Unix epoch (UTC). The schema is
+described in docs/service-db.md.
+
+One writer thread calls `write`, HTTP threads call the queries: one Engine and its pool serve
+both (SQLite in WAL mode, so readers never block the writer, nor it them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Connection,
+    Engine,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Text,
+    UniqueConstraint,
+    and_,
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    func,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    DBAPIError,
+    DisconnectionError,
+    InterfaceError,
+    OperationalError,
+    SQLAlchemyError,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.pool import StaticPool
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+
+
+class StoreError(Exception):
+    """The database failed: a one-line reason. `transient` is True when trying again later
+    may succeed (server unreachable, connection lost, database locked), False when the same
+    request will fail again (a row breaking a constraint, a bad URL)."""
+
+    def __init__(self, message: str, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+# --- rows handed over by the service -------------------------------------------------------
+
+
+@dataclass
+class FrameRow:
+    table: str
+    boot: int
+    seq: int
+    ms: int
+    type: str
+    line: str  # as received, without the newline, with its leading "~" when resent
+    rx_us: int
+    resent: bool
+
+
+@dataclass
+class AnswerRow:
+    table: str
+    boot: int
+    cseq: int | None
+    cmd: str
+    ok: bool
+    detail: str
+    line: str
+    rx_us: int
+
+
+@dataclass
+class DamageRow:
+    table: str
+    rx_us: int
+    line: bytes
+    why: str  # crc, malformed, auth, noise, conflict, foreign
+
+
+@dataclass
+class EventRow:
+    table: str
+    kind: str
+    n: int  # ordinal within (table, kind): 0, 1, 2, ...
+    boot: int
+    seq: int
+    data: dict
+
+
+@dataclass
+class ResultRow:
+    table: str
+    boot: int
+    seq: int
+    spin: int
+    result: str
+    colour: str
+    parity: str
+    half: str
+    rx_us: int
+    valid: bool
+    session: int | None
+
+
+@dataclass
+class SessionOpen:
+    table: str
+    session: int
+    boot: int
+    seq: int
+    chef: str
+    opened_us: int
+
+
+@dataclass
+class SessionClose:
+    table: str
+    session: int
+    boot: int
+    seq: int
+    spins: int | None
+    reason: str | None
+    closed_us: int
+
+
+@dataclass
+class CommandRow:
+    table: str
+    boot: int
+    cseq: int
+    cmd: str
+    args: list
+    by: str
+    role: str
+    line: str
+    sent_us: int
+
+
+@dataclass
+class CommandAnswer:
+    table: str
+    boot: int
+    cseq: int
+    ok: bool
+    detail: str
+    answer_line: str
+    answered_us: int
+
+
+@dataclass
+class Batch:
+    """Everything one service batch writes, in one transaction."""
+
+    frames: list[FrameRow] = field(default_factory=list)
+    answers: list[AnswerRow] = field(default_factory=list)
+    damage: list[DamageRow] = field(default_factory=list)
+    events: list[EventRow] = field(default_factory=list)
+    results: list[ResultRow] = field(default_factory=list)
+    opens: list[SessionOpen] = field(default_factory=list)
+    # a close whose open is not stored becomes a session row of its own (boot/seq of the
+    # close, chef and opened_us NULL), merged into the open's row if that comes later
+    closes: list[SessionClose] = field(default_factory=list)
+    commands: list[CommandRow] = field(default_factory=list)
+    answered: list[CommandAnswer] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return sum(len(getattr(self, f.name)) for f in fields(self))
+
+
+@dataclass
+class Resume:
+    """What a restarted service needs to take up a table again."""
+
+    high: dict[int, int]  # boot -> highest seq stored
+    # boot -> seqs missing (sorted) between the boot's lowest stored seq (first boot) or 1
+    # (later boots) and its highest; only boots with something missing
+    missing: dict[int, list[int]]
+    first_boot: int | None
+    events: dict[str, int]  # kind -> events stored (the next n)
+    last_cseq: dict[int, int]  # boot -> highest command cseq stored
+    frames: int  # frames stored
+
+
+# --- schema ---------------------------------------------------------------------------------
+
+# Stable constraint names, so that later migrations can name what they alter.
+NAMING = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Row ids: 64-bit on PostgreSQL; SQLite autoincrements only an INTEGER PRIMARY KEY (its rowid,
+# 64-bit already).
+Id = BigInteger().with_variant(Integer(), "sqlite")
+# The wire's numbers (boot, seq, spin, session, ...) go up to 2^32 - 1: more than a 32-bit
+# signed INTEGER holds on PostgreSQL, so they are BIGINT.
+Num = BigInteger
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+
+
+def _table_fk() -> Any:
+    return ForeignKey("tables.id")
+
+
+class TableRec(Base):
+    __tablename__ = "tables"
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    url: Mapped[str | None] = mapped_column(Text)
+    added_us: Mapped[int] = mapped_column(BigInteger)
+
+
+class FrameRec(Base):
+    __tablename__ = "frames"
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(Text, _table_fk())
+    boot: Mapped[int] = mapped_column(Num)
+    seq: Mapped[int] = mapped_column(Num)
+    ms: Mapped[int] = mapped_column(BigInteger)
+    type: Mapped[str] = mapped_column(Text)
+    line: Mapped[str] = mapped_column(Text)
+    rx_us: Mapped[int] = mapped_column(BigInteger)
+    resent: Mapped[bool] = mapped_column(Boolean)
+    # the frame's `spin` field, read from the line when stored (`spin_of`): a spin's frames
+    # are found by index, not by a text scan of every line
+    spin: Mapped[int | None] = mapped_column(Num)
+    __table_args__ = (
+        UniqueConstraint("table_id", "boot", "seq"),
+        Index(None, "table_id", "type"),
+        Index(None, "table_id", "rx_us"),
+        Index(None, "table_id", "spin"),
+    )
+
+
+class AnswerRec(Base):
+    __tablename__ = "answers"
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(Text, _table_fk())
+    boot: Mapped[int] = mapped_column(Num)
+    cseq: Mapped[int | None] = mapped_column(Num)
+    cmd: Mapped[str] = mapped_column(Text)
+    ok: Mapped[bool] = mapped_column(Boolean)
+    detail: Mapped[str] = mapped_column(Text)
+    line: Mapped[str] = mapped_column(Text)
+    rx_us: Mapped[int] = mapped_column(BigInteger)
+    __table_args__ = (Index(None, "table_id", "rx_us"),)
+
+
+class DamageRec(Base):
+    __tablename__ = "damage"
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(Text, _table_fk())
+    rx_us: Mapped[int] = mapped_column(BigInteger)
+    line: Mapped[bytes] = mapped_column(LargeBinary)
+    why: Mapped[str] = mapped_column(Text)
+    __table_args__ = (Index(None, "table_id", "rx_us"),)
+
+
+class EventRec(Base):
+    __tablename__ = "events"
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(Text, _table_fk())
+    kind: Mapped[str] = mapped_column(Text)
+    n: Mapped[int] = mapped_column(BigInteger)
+    boot: Mapped[int] = mapped_column(Num)
+    seq: Mapped[int] = mapped_column(Num)
+    data: Mapped[dict] = mapped_column(JSON)
+    __table_args__ = (
+        UniqueConstraint("table_id", "kind", "n"),
+        Index(None, "table_id", "boot", "seq"),
+    )
+
+
+class ResultRec(Base):
+    __tablename__ = "results"
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(Text, _table_fk())
+    boot: Mapped[int] = mapped_column(Num)
+    seq: Mapped[int] = mapped_column(Num)
+    spin: Mapped[int] = mapped_column(Num)
+    result: Mapped[str] = mapped_column(Text)
+    colour: Mapped[str] = mapped_column(Text)
+    parity: Mapped[str] = mapped_column(Text)
+    half: Mapped[str] = mapped_column(Text)
+    rx_us: Mapped[int] = mapped_column(BigInteger)
+    valid: Mapped[bool] = mapped_column(Boolean)
+    session: Mapped[int | None] = mapped_column(Num)
+    __table_args__ = (
+        UniqueConstraint("table_id", "boot", "seq"),
+        Index(None, "table_id", "spin"),
+    )
+
+
+class SessionRec(Base):
+    __tablename__ = "sessions"
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(Text, _table_fk())
+    session: Mapped[int] = mapped_column(Num)
+    boot: Mapped[int] = mapped_column(Num)  # of the SOPEN (of the SCLOSE if no open stored)
+    seq: Mapped[int] = mapped_column(Num)
+    chef: Mapped[str | None] = mapped_column(Text)
+    opened_us: Mapped[int | None] = mapped_column(BigInteger)
+    closed_us: Mapped[int | None] = mapped_column(BigInteger)
+    close_boot: Mapped[int | None] = mapped_column(Num)
+    close_seq: Mapped[int | None] = mapped_column(Num)
+    spins: Mapped[int | None] = mapped_column(Num)
+    reason: Mapped[str | None] = mapped_column(Text)
+    __table_args__ = (
+        UniqueConstraint("table_id", "boot", "seq"),
+        Index(None, "table_id", "session"),
+    )
+
+
+class CommandRec(Base):
+    __tablename__ = "commands"
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    table_id: Mapped[str] = mapped_column(Text, _table_fk())
+    boot: Mapped[int] = mapped_column(Num)
+    cseq: Mapped[int] = mapped_column(Num)
+    cmd: Mapped[str] = mapped_column(Text)
+    args: Mapped[list] = mapped_column(JSON)
+    by: Mapped[str] = mapped_column(Text)
+    role: Mapped[str] = mapped_column(Text)
+    line: Mapped[str] = mapped_column(Text)
+    sent_us: Mapped[int] = mapped_column(BigInteger)
+    answered_us: Mapped[int | None] = mapped_column(BigInteger)
+    ok: Mapped[bool | None] = mapped_column(Boolean)
+    detail: Mapped[str | None] = mapped_column(Text)
+    answer_line: Mapped[str | None] = mapped_column(Text)
+    __table_args__ = (
+        UniqueConstraint("table_id", "boot", "cseq"),
+        Index(None, "table_id", "sent_us"),
+    )
+
+
+class AuditRec(Base):
+    __tablename__ = "audit"
+    id: Mapped[int] = mapped_column(Id, primary_key=True, autoincrement=True)
+    at_us: Mapped[int] = mapped_column(BigInteger)
+    who: Mapped[str | None] = mapped_column(Text)
+    role: Mapped[str | None] = mapped_column(Text)
+    method: Mapped[str] = mapped_column(Text)
+    path: Mapped[str] = mapped_column(Text)
+    status: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text)
+    __table_args__ = (Index(None, "at_us"),)
+
+
+# A frame's `spin` field: after a "," (the type or another field before it), its one spelling
+# (no leading zero), ended by the next field, the tag or the CRC. No value can hold ",spin=":
+# "," and "=" are escaped in values.
+_SPIN = re.compile(r",spin=(0|[1-9][0-9]{0,9})[,#*]")
+
+
+def spin_of(line: str) -> int | None:
+    """The number in a frame line's `spin` field, or None. `spin=1` is not `spin=12`."""
+    m = _SPIN.search(line)
+    return int(m.group(1)) if m else None
+
+
+# --- URLs -----------------------------------------------------------------------------------
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def display_url(url: str) -> str:
+    """The URL as given, its password masked."""
+    if not _SCHEME.match(url):
+        return url
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        return url.split("@")[-1] if "@" in url else url
+    return u.render_as_string(hide_password=True) if u.password else url
+
+
+def _engine_url(url: str) -> tuple[str, str]:
+    """(SQLAlchemy URL, dialect) for what a user gives: a sqlite:// or postgresql:// URL, or
+    a bare file path (SQLite). Raises StoreError."""
+    if not url.strip():
+        raise StoreError("empty database URL")
+    if "://" in url and not _SCHEME.match(url):
+        raise StoreError(f"bad database URL {display_url(url)}")
+    if not _SCHEME.match(url):
+        return "sqlite:///" + url, "sqlite"
+    try:
+        u = make_url(url)
+    except ArgumentError as e:
+        raise StoreError(f"bad database URL {display_url(url)}: {_first_line(e)}") from None
+    backend, _, driver = u.drivername.partition("+")
+    if backend == "sqlite" and driver in ("", "pysqlite"):
+        return url, "sqlite"
+    if backend in ("postgresql", "postgres") and driver in ("", "psycopg"):
+        return u.set(drivername="postgresql+psycopg").render_as_string(False), "postgresql"
+    raise StoreError(
+        f"unsupported database URL {display_url(url)}: "
+        "use sqlite:///FILE, postgresql://USER@HOST:PORT/DB or a file path"
+    )
+
+
+def _first_line(e: BaseException) -> str:
+    """A driver's own message, first line (SQLAlchemy adds the SQL and a link after it)."""
+    inner = getattr(e, "orig", None)
+    text = str(inner if inner is not None else e).strip()
+    return (text.splitlines() or [type(e).__name__])[0].strip() or type(e).__name__
+
+
+def _is_transient(e: BaseException) -> bool:
+    if isinstance(e, (OperationalError, InterfaceError, DisconnectionError)):
+        return True
+    return isinstance(e, DBAPIError) and bool(e.connection_invalidated)
+
+
+def _error(what: str, e: BaseException) -> StoreError:
+    return StoreError(f"{what}: {_first_line(e)}", transient=_is_transient(e))
+
+
+# --- the store ------------------------------------------------------------------------------
+
+
+class Store:
+    """The service's database. Open with `Store.open(url)`; thread-safe."""
+
+    def __init__(self, engine: Engine, url: str, dialect: str) -> None:
+        self.engine = engine
+        self.url = display_url(url)
+        self.dialect = dialect
+        ins = sqlite.insert if dialect == "sqlite" else postgresql.insert
+        self._insert = lambda model: ins(model).on_conflict_do_nothing()
+
+    # --- opening ---
+
+    @classmethod
+    def open(cls, url: str) -> Store:
+        """Connect and migrate to the newest revision. StoreError (one line) when it cannot."""
+        sa_url, dialect = _engine_url(url)
+        shown = display_url(url)
+        if dialect == "sqlite":
+            engine = _sqlite_engine(sa_url, shown)
+        else:
+            u = make_url(sa_url)
+            args = {} if "connect_timeout" in u.query else {"connect_timeout": 10}
+            # pre-ping: a connection left from before a server restart is replaced, not used
+            engine = create_engine(u, connect_args=args, pool_pre_ping=True)
+        store = cls(engine, url, dialect)
+        try:
+            store._migrate()
+        except StoreError:
+            engine.dispose()
+            raise
+        return store
+
+    def _migrate(self) -> None:
+        from alembic import command
+        from alembic.config import Config
+        from alembic.util import CommandError
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        try:
+            with self._write() as conn:
+                if self.dialect == "postgresql":
+                    # two services opening one fresh database: one migrates, the other waits
+                    conn.exec_driver_sql("SELECT pg_advisory_xact_lock(8019021)")
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except SQLAlchemyError as e:
+            raise _error(f"cannot open database {self.url}", e) from None
+        except CommandError as e:  # e.g. a database migrated by a newer rmc
+            raise StoreError(f"cannot migrate database {self.url}: {_first_line(e)}") from None
+
+    def close(self) -> None:
+        if self.dialect == "sqlite":
+            # SQLite's advice: gather the planner's statistics where they are stale
+            with contextlib.suppress(SQLAlchemyError), self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA optimize")
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A write transaction; on SQLite it takes the write lock at once (BEGIN IMMEDIATE),
+        waiting up to busy_timeout for another writer, instead of failing half-way."""
+        with self.engine.connect() as conn:
+            if self.dialect == "sqlite":
+                conn.execution_options(sqlite_begin="IMMEDIATE")
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except SQLAlchemyError as e:
+            raise _error("cannot read database", e) from None
+
+    # --- writing ---
+
+    def ensure_table(self, table: str, url: str | None = None) -> None:
+        """The table's row, added if absent; its URL updated when one is given."""
+        try:
+            with self._write() as conn:
+                conn.execute(
+                    self._insert(TableRec), [{"id": table, "url": url, "added_us": now_us()}]
+                )
+                if url is not None:
+                    conn.execute(update(TableRec).where(TableRec.id == table).values(url=url))
+        except SQLAlchemyError as e:
+            raise _error(f"cannot add table {table}", e) from None
+
+    def write(self, batch: Batch) -> None:
+        """Store one batch in one transaction: everything or (StoreError) nothing."""
+        if not len(batch):
+            return
+        try:
+            with self._write() as conn:
+                self._write_batch(conn, batch)
+        except SQLAlchemyError as e:
+            raise _error("cannot write batch", e) from None
+        except (TypeError, ValueError, AttributeError) as e:  # a row of the wrong shape
+            raise StoreError(f"cannot write batch: {_first_line(e)}") from None
+
+    def _write_batch(self, conn: Connection, b: Batch) -> None:
+        ins = self._insert
+        names = {r.table for name in Batch.__dataclass_fields__ for r in getattr(b, name)}
+        # a table named in a batch gets its row (the foreign keys need it)
+        t = now_us()
+        conn.execute(ins(TableRec), [{"id": n, "url": None, "added_us": t} for n in sorted(names)])
+        # one executemany statement per row type, in this order: a result or an answer
+        # follows what it refers to
+        if b.frames:
+            rows = _dicts(b.frames)
+            for row in rows:
+                line = row["line"]
+                row["spin"] = spin_of(line) if isinstance(line, str) else None
+            conn.execute(ins(FrameRec), rows)
+        if b.answers:
+            conn.execute(ins(AnswerRec), _dicts(b.answers))
+        if b.damage:
+            conn.execute(ins(DamageRec), _dicts(b.damage))
+        if b.events:
+            conn.execute(ins(EventRec), _dicts(b.events))
+        if b.results:
+            conn.execute(ins(ResultRec), _dicts(b.results))
+        if b.opens:
+            self._write_opens(conn, b.opens)
+        for c in b.closes:  # one or two per session: a statement each is fine
+            self._write_close(conn, c)
+        if b.commands:
+            rows = _dicts(b.commands)
+            for row in rows:  # (key, value) tuples or lists: stored as JSON lists
+                row["args"] = [list(p) for p in row["args"]]
+            conn.execute(ins(CommandRec), rows)
+        if b.answered:
+            # the first answer stands: an answer seen again (a resend, a batch written twice)
+            # changes nothing
+            C = CommandRec
+            stmt = (
+                update(C)
+                .where(
+                    C.table_id == bindparam("p_table_id"),
+                    C.boot == bindparam("p_boot"),
+                    C.cseq == bindparam("p_cseq"),
+                    C.answered_us.is_(None),
+                )
+                .values(
+                    answered_us=bindparam("p_answered_us"),
+                    ok=bindparam("p_ok"),
+                    detail=bindparam("p_detail"),
+                    answer_line=bindparam("p_answer_line"),
+                )
+            )
+            # (bound names differ from the columns': SQLAlchemy reserves those in an UPDATE)
+            conn.execute(stmt, [{f"p_{k}": v for k, v in d.items()} for d in _dicts(b.answered)])
+
+    def _write_opens(self, conn: Connection, opens: list[SessionOpen]) -> None:
+        conn.execute(self._insert(SessionRec), _dicts(opens))
+        S = SessionRec
+        for o in opens:
+            # a close stored before its open (an open resent after a gap): one row again
+            orphan = conn.execute(
+                select(S.id, S.closed_us, S.close_boot, S.close_seq, S.spins, S.reason)
+                .where(
+                    S.table_id == o.table,
+                    S.session == o.session,
+                    S.opened_us.is_(None),
+                    or_(S.boot > o.boot, and_(S.boot == o.boot, S.seq > o.seq)),
+                )
+                .order_by(S.boot, S.seq)
+                .limit(1)
+            ).first()
+            if orphan is None:
+                continue
+            conn.execute(
+                update(S)
+                .where(S.table_id == o.table, S.boot == o.boot, S.seq == o.seq)
+                .values(
+                    closed_us=orphan.closed_us,
+                    close_boot=orphan.close_boot,
+                    close_seq=orphan.close_seq,
+                    spins=orphan.spins,
+                    reason=orphan.reason,
+                )
+            )
+            conn.execute(delete(S).where(S.id == orphan.id))
+
+    def _write_close(self, conn: Connection, c: SessionClose) -> None:
+        S = SessionRec
+        # its open: the newest row of that session still open, or the one this close
+        # already closed (the same close written again)
+        row = conn.execute(
+            select(S.id)
+            .where(
+                S.table_id == c.table,
+                S.session == c.session,
+                or_(S.boot < c.boot, and_(S.boot == c.boot, S.seq < c.seq)),
+                or_(S.closed_us.is_(None), and_(S.close_boot == c.boot, S.close_seq == c.seq)),
+            )
+            .order_by(S.boot.desc(), S.seq.desc())
+            .limit(1)
+        ).scalar()
+        closing = {
+            "closed_us": c.closed_us,
+            "close_boot": c.boot,
+            "close_seq": c.seq,
+            "spins": c.spins,
+            "reason": c.reason,
+        }
+        if row is not None:
+            conn.execute(update(S).where(S.id == row).values(**closing))
+        else:
+            conn.execute(
+                self._insert(S),
+                [
+                    {"table_id": c.table, "session": c.session, "boot": c.boot, "seq": c.seq}
+                    | closing
+                ],
+            )
+
+    def audit(self, row: dict) -> None:
+        """One API request, refused or accepted: at_us, who, role, method, path, status,
+        reason (at_us defaults to now)."""
+        rec = {
+            "at_us": row.get("at_us") or now_us(),
+            "who": row.get("who"),
+            "role": row.get("role"),
+            "method": row.get("method"),
+            "path": row.get("path"),
+            "status": row.get("status"),
+            "reason": row.get("reason") or "",
+        }
+        try:
+            with self._write() as conn:
+                conn.execute(AuditRec.__table__.insert(), [rec])
+        except SQLAlchemyError as e:
+            raise _error("cannot write audit", e) from None
+
+    # --- taking a table up again ---
+
+    def resume(self, table: str) -> Resume:
+        F = FrameRec
+        with self._read() as conn:
+            boots = conn.execute(
+                select(F.boot, func.min(F.seq), func.max(F.seq), func.count())
+                .where(F.table_id == table, F.seq > 0)
+                .group_by(F.boot)
+                .order_by(F.boot)
+            ).all()
+            high: dict[int, int] = {}
+            missing: dict[int, list[int]] = {}
+            first_boot = boots[0][0] if boots else None
+            total = 0
+            for boot, low, top, count in boots:
+                high[boot] = top
+                total += count
+                start = low if boot == first_boot else 1
+                if count == top - start + 1:
+                    continue  # nothing missing: no need to look for the gaps
+                gaps = list(range(start, low))
+                if count != top - low + 1:
+                    gaps += self._gaps(conn, table, boot)
+                missing[boot] = gaps
+            events = dict(
+                conn.execute(
+                    select(EventRec.kind, func.max(EventRec.n) + 1)
+                    .where(EventRec.table_id == table)
+                    .group_by(EventRec.kind)
+                ).all()
+            )
+            last_cseq = dict(
+                conn.execute(
+                    select(CommandRec.boot, func.max(CommandRec.cseq))
+                    .where(CommandRec.table_id == table)
+                    .group_by(CommandRec.boot)
+                ).all()
+            )
+        return Resume(high, missing, first_boot, events, last_cseq, total)
+
+    def _gaps(self, conn: Connection, table: str, boot: int) -> list[int]:
+        """The seqs missing between a boot's lowest and highest stored ones."""
+        F = FrameRec
+        inner = (
+            select(F.seq, func.lag(F.seq).over(order_by=F.seq).label("prev"))
+            .where(F.table_id == table, F.boot == boot, F.seq > 0)
+            .subquery()
+        )
+        out: list[int] = []
+        for seq, prev in conn.execute(
+            select(inner.c.seq, inner.c.prev)
+            .where(inner.c.seq - inner.c.prev > 1)
+            .order_by(inner.c.seq)
+        ):
+            out.extend(range(prev + 1, seq))
+        return out
+
+    def frames(
+        self,
+        table: str,
+        since_us: int | None = None,
+        until_us: int | None = None,
+        batch: int = 5000,
+    ) -> Iterator[FrameRow]:
+        """The table's frames in (boot, seq) order, received in since_us <= rx_us < until_us,
+        streamed `batch` rows at a time (a server-side cursor on PostgreSQL)."""
+        F = FrameRec
+        stmt = select(F.table_id, F.boot, F.seq, F.ms, F.type, F.line, F.rx_us, F.resent).where(
+            F.table_id == table
+        )
+        if since_us is not None:
+            stmt = stmt.where(F.rx_us >= since_us)
+        if until_us is not None:
+            stmt = stmt.where(F.rx_us < until_us)
+        stmt = stmt.order_by(F.boot, F.seq).execution_options(yield_per=batch)
+        with self._read() as conn:
+            try:
+                for row in conn.execute(stmt):
+                    yield FrameRow(*row)
+            except SQLAlchemyError as e:
+                raise _error("cannot read frames", e) from None
+
+    def frame_count(self, table: str) -> int:
+        with self._read() as conn:
+            return conn.execute(
+                select(func.count()).select_from(FrameRec).where(FrameRec.table_id == table)
+            ).scalar_one()
+
+    # --- queries (JSON-ready dicts, newest first where "last") ---
+
+    def tables(self) -> list[dict]:
+        F, R, T = FrameRec, ResultRec, TableRec
+        frames = select(func.count()).where(F.table_id == T.id).scalar_subquery()
+        last_rx = select(func.max(F.rx_us)).where(F.table_id == T.id).scalar_subquery()
+        results = select(func.count()).where(R.table_id == T.id).scalar_subquery()
+        with self._read() as conn:
+            rows = conn.execute(
+                select(
+                    T.id,
+                    T.url,
+                    T.added_us,
+                    frames.label("frames"),
+                    last_rx.label("last_rx_us"),
+                    results.label("results"),
+                ).order_by(T.id)
+            )
+            return [dict(r._mapping) for r in rows]
+
+    def results(self, table: str, last: int = 10, valid_only: bool = False) -> list[dict]:
+        """The last results, newest first (in the table's (boot, seq) order)."""
+        R = ResultRec
+        stmt = select(*_RESULT_COLS).where(R.table_id == table)
+        if valid_only:
+            stmt = stmt.where(R.valid.is_(True))
+        stmt = stmt.order_by(R.boot.desc(), R.seq.desc()).limit(last)
+        with self._read() as conn:
+            return [dict(r._mapping) for r in conn.execute(stmt)]
+
+    def spin(self, table: str, spin: int) -> dict | None:
+        """A spin's full record: its frames in (boot, seq) order (every frame whose `spin`
+        field is the spin), its result (the valid one, else the last; every one in
+        `results`), and the events its frames produced. None when nothing has that spin."""
+        F, R, E = FrameRec, ResultRec, EventRec
+        with self._read() as conn:
+            # no ORDER BY: SQLite would then walk the (boot, seq) key instead of the spin
+            # index; a spin's few frames are sorted here
+            frames = sorted(
+                (
+                    dict(r._mapping)
+                    for r in conn.execute(
+                        select(F.boot, F.seq, F.type, F.line, F.rx_us).where(
+                            F.table_id == table, F.spin == spin
+                        )
+                    )
+                ),
+                key=lambda f: (f["boot"], f["seq"]),
+            )
+            results = [
+                dict(r._mapping)
+                for r in conn.execute(
+                    select(*_RESULT_COLS)
+                    .where(R.table_id == table, R.spin == spin)
+                    .order_by(R.boot, R.seq)
+                )
+            ]
+            # the events its frames produced: by (boot, seq) ranges, then exactly
+            keys = {(f["boot"], f["seq"]) for f in frames}
+            spans: dict[int, list[int]] = {}
+            for b, q in keys:
+                lo_hi = spans.setdefault(b, [q, q])
+                lo_hi[0], lo_hi[1] = min(lo_hi[0], q), max(lo_hi[1], q)
+            events = []
+            if keys:
+                near = or_(
+                    *(and_(E.boot == b, E.seq.between(lo, hi)) for b, (lo, hi) in spans.items())
+                )
+                events = [
+                    dict(r._mapping)
+                    for r in conn.execute(
+                        select(*_EVENT_COLS)
+                        .where(E.table_id == table, near)
+                        .order_by(E.boot, E.seq, E.id)
+                    )
+                    if (r.boot, r.seq) in keys
+                ]
+        if not frames and not results:
+            return None
+        valid = [r for r in results if r["valid"]]
+        result = (valid or results or [None])[-1]
+        return {
+            "spin": spin,
+            "frames": frames,
+            "result": result,
+            "results": results,
+            "events": events,
+        }
+
+    def sessions(self, table: str, last: int = 50) -> list[dict]:
+        S = SessionRec
+        cols = (S.session, S.boot, S.seq, S.chef, S.opened_us, S.closed_us, S.close_boot,
+                S.close_seq, S.spins, S.reason)  # fmt: skip
+        with self._read() as conn:
+            rows = conn.execute(
+                select(*cols)
+                .where(S.table_id == table)
+                .order_by(S.boot.desc(), S.seq.desc())
+                .limit(last)
+            )
+            return [dict(r._mapping) for r in rows]
+
+    def events(self, table: str, kinds: Iterable[str] | None = None, last: int = 100) -> list[dict]:
+        """The last events (of these kinds), newest first in (boot, seq) order."""
+        E = EventRec
+        stmt = select(*_EVENT_COLS).where(E.table_id == table)
+        if kinds is not None:
+            stmt = stmt.where(E.kind.in_(list(kinds)))
+        stmt = stmt.order_by(E.boot.desc(), E.seq.desc(), E.id.desc()).limit(last)
+        with self._read() as conn:
+            return [dict(r._mapping) for r in conn.execute(stmt)]
+
+    def commands(self, table: str, last: int = 100) -> list[dict]:
+        C = CommandRec
+        cols = (C.boot, C.cseq, C.cmd, C.args, C.by, C.role, C.line, C.sent_us, C.answered_us,
+                C.ok, C.detail, C.answer_line)  # fmt: skip
+        with self._read() as conn:
+            rows = conn.execute(
+                select(*cols)
+                .where(C.table_id == table)
+                .order_by(C.sent_us.desc(), C.id.desc())
+                .limit(last)
+            )
+            return [dict(r._mapping) for r in rows]
+
+    def damage(self, table: str, last: int = 100) -> list[dict]:
+        """The last damaged lines, newest first; `line` as text (`show_bytes`), JSON-ready."""
+        D = DamageRec
+        with self._read() as conn:
+            rows = conn.execute(
+                select(D.id, D.rx_us, D.line, D.why)
+                .where(D.table_id == table)
+                .order_by(D.rx_us.desc(), D.id.desc())
+                .limit(last)
+            )
+            return [
+                {"id": i, "rx_us": rx, "line": show_bytes(bytes(line)), "why": why}
+                for i, rx, line, why in rows
+            ]
+
+    def audit_log(self, last: int = 100) -> list[dict]:
+        A = AuditRec
+        with self._read() as conn:
+            rows = conn.execute(
+                select(A.at_us, A.who, A.role, A.method, A.path, A.status, A.reason)
+                .order_by(A.at_us.desc(), A.id.desc())
+                .limit(last)
+            )
+            return [dict(r._mapping) for r in rows]
+
+
+_RESULT_COLS = (
+    ResultRec.spin,
+    ResultRec.result,
+    ResultRec.colour,
+    ResultRec.parity,
+    ResultRec.half,
+    ResultRec.rx_us.label("at_us"),
+    ResultRec.boot,
+    ResultRec.seq,
+    ResultRec.valid,
+    ResultRec.session,
+)
+
+
+_EVENT_COLS = (EventRec.id, EventRec.kind, EventRec.n, EventRec.boot, EventRec.seq, EventRec.data)
+
+
+def _dicts(rows: list) -> list[dict]:
+    """Dataclass rows as column dicts (`table` is the column `table_id`)."""
+    names = [f.name for f in fields(rows[0])]
+    cols = ["table_id" if n == "table" else n for n in names]
+    return [dict(zip(cols, [getattr(r, n) for n in names], strict=True)) for r in rows]
+
+
+def show_bytes(raw: bytes) -> str:
+    """Bytes as printable text, unambiguous: printable ASCII as is, every other byte (and
+    the backslash) as \\xNN."""
+    return "".join(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else f"\\x{b:02x}" for b in raw)
+
+
+def _sqlite_engine(sa_url: str, shown: str) -> Engine:
+    u = make_url(sa_url)
+    db = u.database or ""
+    memory = db in ("", ":memory:") or db.startswith("file::memory:")
+    if not memory and not db.startswith("file:"):
+        folder = Path(db).expanduser().parent
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(
+                f"cannot open database {shown}: cannot create folder {folder}: {e.strerror or e}"
+            ) from None
+        if not os.access(folder, os.W_OK):
+            raise StoreError(f"cannot open database {shown}: folder {folder} is not writable")
+    args: dict[str, Any] = {"check_same_thread": False, "timeout": 30}
+    if memory:  # tests only: one connection, shared, or each would see its own database
+        engine = create_engine(u, connect_args=args, poolclass=StaticPool)
+    else:
+        engine = create_engine(u, connect_args=args)
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        # pysqlite's own transaction handling leaves DDL outside transactions: switch it off
+        # and let SQLAlchemy say BEGIN (below)
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")  # readers and the writer do not block each other
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=30000")
+        # FULL: a committed batch survives a power cut too, not only a killed process
+        cur.execute("PRAGMA synchronous=FULL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "")
+        conn.exec_driver_sql(f"BEGIN {mode}".rstrip())
+
+    return engine

@@ -1,0 +1,168 @@
+"""The service's live rules (rmc.serve.derive) find exactly what `rmc check` finds in the
+same frames, whatever order the frames arrive in, and a deriver restarted on the stored
+frames writes only what was not written before."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rmc.checker import Checker
+from rmc.framegen import ScriptedTable, result_fields
+from rmc.frames import decode
+from rmc.serve.derive import _LISTS, Deriver
+from rmcfw import proto
+from rmcfw.frames import Encoder
+
+TABLE = "T01"
+
+
+def eventful_lines() -> list[bytes]:
+    """Two sessions with a void, a fault raised and cleared, a tamper, a threshold change, a
+    rotor not reversed (a violation and a rejected result), and a result of a spin never
+    launched."""
+    enc = Encoder(TABLE, 1, None)
+    lines: list[bytes] = []
+    ms = [0]
+
+    def emit(ftype: str, fields: tuple) -> None:
+        ms[0] += 250
+        lines.append(bytes(enc.frame(ftype, fields, ms=ms[0])))
+
+    t = ScriptedTable(emit, seed=3, revs=6)
+    t.boot()
+    t.open("marie", 1)
+    t.play()
+    t.play(void="few_revs")
+    emit(proto.T_FAULT, ("code", "pocket_stuck_on", "on", 1, "detail", "pocket 7"))
+    t.play()
+    emit(proto.T_FAULT, ("code", "pocket_stuck_on", "on", 0, "detail", "pocket 7"))
+    emit(proto.T_TAMPER, ("what", "cmd_auth", "n", 2))
+    emit(proto.T_CONFIG, ("key", "min_revs", "old", 6, "new", 8, "by", "paul"))
+    t.rdir = "cw" if t.rdir == "ccw" else "ccw"  # the next spin turns the rotor as before
+    t.play()
+    t.announce_last_three()
+    t.play()
+    t.play()
+    t.play()
+    t.close("marie", 1)
+    emit(proto.T_RESULT, result_fields(99, "17"))  # never launched, and no session open
+    t.session(4, "marie")
+    return lines
+
+
+def frames(lines: list[bytes]):
+    return [decode(ln) for ln in lines]
+
+
+def expected(lines: list[bytes]) -> dict[str, list[dict]]:
+    c = Checker(None, TABLE)
+    c.feed_many(lines)
+    r = c.report()
+    return {kind: getattr(r, name) for name, kind in _LISTS}
+
+
+def by_kind(rows) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for e in rows:
+        out.setdefault(e.kind, []).append(e)
+    return out
+
+
+def test_the_scenario_has_something_of_each_kind():
+    want = expected(eventful_lines())
+    for kind in ("result", "rejected", "void", "violation", "fault", "tamper", "alert", "setting"):
+        assert want[kind], kind
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_live_rules_find_what_the_checker_finds_in_any_arrival_order(seed):
+    lines = eventful_lines()
+    fs = frames(lines)
+    rnd = random.Random(seed)
+    order = list(range(len(fs)))
+    # frames arrive late in bursts (resends): shuffle windows of the stream
+    for i in range(0, len(order), 7):
+        window = order[i : i + rnd.randint(2, 12)]
+        rnd.shuffle(window)
+        order[i : i + len(window)] = window
+    d = Deriver(TABLE)
+    got = []
+    arrived: set[int] = set()
+    for i in order:
+        d.add(fs[i], rx_us=1000 + i)
+        arrived.add(i)
+        first_missing = next((j for j in range(len(fs)) if j not in arrived), None)
+        key = None if first_missing is None else (fs[first_missing].boot, fs[first_missing].seq)
+        got += d.advance(key).events
+    assert d.held == 0
+    want = expected(lines)
+    kinds = by_kind(got)
+    for kind, items in want.items():
+        rows = kinds.get(kind, [])
+        assert [e.data for e in rows] == items, kind
+        assert [e.n for e in rows] == list(range(len(items)))
+    # sessions and announcements are on record as events of their own
+    assert len(kinds["session_open"]) == 2 and len(kinds["session_close"]) == 2
+    assert kinds["last3"]
+
+
+def test_results_carry_the_frame_the_chances_and_validity():
+    lines = eventful_lines()
+    d = Deriver(TABLE)
+    for i, f in enumerate(frames(lines)):
+        d.add(f, rx_us=5_000 + i)
+    out = d.advance(None)
+    want = expected(lines)
+    assert len(out.results) == len(want["result"]) + len(want["rejected"])
+    valid = [(r.spin, r.result) for r in out.results if r.valid]
+    assert valid == [(x["spin"], x["result"]) for x in want["result"]]
+    rejected = [(r.spin, r.result) for r in out.results if not r.valid]
+    assert rejected == [(x["spin"], x["result"]) for x in want["rejected"]]
+    for r in out.results:
+        assert r.colour and r.parity and r.half and r.rx_us >= 5_000
+    assert [r.session for r in out.results].count(None) == 1  # the one between sessions
+    assert [o.chef for o in out.opens] == ["marie", "marie"]
+    assert [c.spins for c in out.closes] == [6, 4]
+
+
+def test_a_restarted_deriver_writes_only_what_was_not_written():
+    lines = eventful_lines()
+    fs = frames(lines)
+    cut = len(fs) // 2
+    first = Deriver(TABLE)
+    for f in fs[:cut]:
+        first.add(f, 0)
+    before = first.advance(None)
+    done: dict[str, int] = {}
+    for e in before.events:
+        done[e.kind] = max(done.get(e.kind, 0), e.n + 1)
+    # restarted: the stored frames fed again, then the rest
+    second = Deriver(TABLE, done)
+    for f in fs:
+        second.add(f, 0)
+    after = second.advance(None)
+    both = before.events + after.events
+    keys = [(e.kind, e.n) for e in both]
+    assert len(keys) == len(set(keys))  # nothing twice
+    whole = Deriver(TABLE)
+    for f in fs:
+        whole.add(f, 0)
+    all_at_once = whole.advance(None)
+    assert sorted(keys) == sorted((e.kind, e.n) for e in all_at_once.events)
+    assert len(before.results) + len(after.results) == len(all_at_once.results)
+
+
+def test_a_frame_held_behind_a_gap_waits_for_it():
+    fs = frames(eventful_lines())
+    d = Deriver(TABLE)
+    for f in fs[:10] + fs[11:]:
+        d.add(f, 0)
+    missing = (fs[10].boot, fs[10].seq)
+    d.advance(missing)
+    assert d.fed == (fs[9].boot, fs[9].seq)
+    assert d.held == len(fs) - 11
+    d.add(fs[10], 0)
+    d.advance(None)
+    assert d.held == 0 and d.fed == (fs[-1].boot, fs[-1].seq)

@@ -1,0 +1,189 @@
+"""`rmc serve` against the virtual board running the firmware: a session opened, announced
+and closed with operator commands through the API, spins played, results in the API equal
+to the simulator's truth; then the service killed (SIGKILL) at random moments many times
+over a long session, with every frame stored exactly once in the end."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import pytest
+from serve_support import (
+    TABLE,
+    EventStream,
+    Served,
+    Tokens,
+    answered,
+    board,
+    command_with_retry,
+    play,
+    power_up,
+    simulate,
+    truth_outcomes,
+    wait_for,
+)
+
+from rmc.demo import deploy as fwdeploy
+from rmc.serve.store import Store
+
+
+@pytest.fixture(scope="module")
+def firmware(tmp_path_factory):
+    return fwdeploy.build(tmp_path_factory.mktemp("fw") / "mpy")
+
+
+def _outcomes(store: Store, voids: list[dict]) -> dict[int, str]:
+    out = {}
+    for r in store.results(TABLE, last=10_000):
+        if r["valid"]:
+            out[r["spin"]] = f"result:{r['result']}"
+    for v in voids:
+        out.setdefault(v["data"]["spin"], f"void:{v['data']['reason']}")
+    return out
+
+
+def test_a_session_through_the_service_matches_the_truth(tmp_path, firmware):
+    session, segments = simulate(seed=7, spins=8, scenarios=("same_dir@3",))
+    tokens = Tokens.make(tmp_path / "tokens")
+    db = f"sqlite:///{tmp_path / 'rmc.db'}"
+    with board(tmp_path, firmware) as vb:
+        power_up(vb, session)
+        served = Served(tmp_path, vb.uart_url, db, tokens, key=True).start()
+        try:
+            chef = served.client("chef")
+            wait_for(lambda: chef.table(TABLE)["link"]["frames"] > 0, 60, "the first frames")
+            live = EventStream(served.url, served.tokens.names["display"], TABLE).start()
+
+            def order(verb, args):
+                out = chef.command(TABLE, verb, args)
+                assert answered(out), repr(sorted(out.items()))
+                return out
+
+            answers = play(vb, segments, order)
+            want = truth_outcomes(session)
+            wait_for(
+                lambda: (
+                    len(chef.results(TABLE, 100))
+                    >= sum(1 for v in want.values() if v.startswith("result"))
+                ),
+                60,
+                "every result",
+            )
+            results = chef.results(TABLE, 100)
+            shown = {r["spin"]: r for r in results}
+            for spin, outcome in want.items():
+                if outcome.startswith("result:"):
+                    r = shown[spin]
+                    assert f"result:{r['result']}" == outcome
+                    assert r["at"].endswith("Z") and r["colour"] and r["parity"] and r["half"]
+            assert [r["spin"] for r in results] == sorted(shown, reverse=True)  # newest first
+            # the live stream carried each result as it came, in order
+            streamed = wait_for(lambda: live.of("result", len(results)), 30, "streamed results")
+            assert [(e["spin"], e["result"]) for e in streamed] == [
+                (r["spin"], r["result"]) for r in reversed(results)
+            ]
+            assert live.of("session_open", 1) and live.of("command", 3)
+            assert {a["command"] for a in answers} == {"open", "last3", "close"}
+            # the commands are on record with who gave them and the table's answer
+            cmds = chef.get(f"/api/tables/{TABLE}/commands?last=50")["commands"]
+            assert {c["cmd"] for c in cmds} >= {"OPEN", "LAST3", "CLOSE"}
+            assert all(c["by"] == "marie" and c["answered_us"] for c in cmds)
+            assert all(c["ok"] for c in cmds if c["cmd"] in ("OPEN", "LAST3"))
+            # a display reads but may not command; a wrong token is refused
+            display = served.client("display")
+            assert display.results(TABLE, 1)
+            from rmc.serve.client import Client, ClientError
+
+            with pytest.raises(ClientError) as e:
+                display.command(TABLE, "last3")
+            assert e.value.status == 403
+            with pytest.raises(ClientError) as e:
+                Client(served.url, "not-a-token-of-anyone").results(TABLE)
+            assert e.value.status == 401
+            # the OpenAPI description and the health need no token
+            anyone = Client(served.url, None)
+            paths = anyone.get("/openapi.json")["paths"]
+            assert "/api/tables/{table}/results" in paths and "/api/events" in paths
+            assert anyone.get("/api/health")["database"]["ok"] is True
+            audit = served.client("engineer").get("/api/audit")["audit"]
+            assert {a["status"] for a in audit} >= {401, 403}
+        finally:
+            assert served.stop() == 0
+    with Store.open(db) as store:
+        voids = store.events(TABLE, ["void"], 1000)
+        assert _outcomes(store, voids) == want
+        resume = store.resume(TABLE)
+        assert not any(resume.missing.values()), resume.missing
+
+
+def test_killed_at_random_moments_loses_and_doubles_nothing(tmp_path, firmware):
+    """SIGKILL the service at random moments (between commands and while the board plays),
+    restart it on the same database each time: every frame the table sent is stored once,
+    the results equal the truth, the commands went through."""
+    rnd = random.Random(20261201)
+    session, segments = simulate(seed=11, spins=14, scenarios=("ball_out@4",))
+    tokens = Tokens.make(tmp_path / "tokens")
+    db = f"sqlite:///{tmp_path / 'rmc.db'}"
+    kills = 0
+    with board(tmp_path, firmware) as vb:
+        power_up(vb, session)
+        served = Served(tmp_path, vb.uart_url, db, tokens, key=True).start()
+        stop = threading.Event()
+        lock = threading.Lock()
+
+        def killer():
+            # while the board plays: kill at a random instant, restart at once
+            nonlocal kills
+            while not stop.wait(rnd.uniform(0.5, 3.0)):
+                with lock:
+                    served.kill()
+                    kills += 1
+                    served.start()
+
+        def between(i):
+            nonlocal kills
+            if rnd.random() < 0.5:
+                with lock:
+                    served.kill()
+                    kills += 1
+                    served.start()
+
+        def order(verb, args):
+            with lock:  # no kill while a command is on its way
+                out = command_with_retry(served, verb, args)
+            assert answered(out), repr(sorted(out.items()))
+            return out
+
+        t = threading.Thread(target=killer, daemon=True)
+        t.start()
+        try:
+            play(vb, segments, order, between)
+        finally:
+            stop.set()
+            t.join(30)
+        try:
+            chef = served.client("chef")
+            want = truth_outcomes(session)
+            n_results = sum(1 for v in want.values() if v.startswith("result"))
+            wait_for(lambda: len(chef.results(TABLE, 1000)) >= n_results, 120, "every result")
+            # the table's last frame stored: its STAT answer's top, once nothing is missing
+            wait_for(lambda: chef.table(TABLE)["link"]["missing"] == 0, 120, "no gap left")
+        finally:
+            assert served.stop() == 0
+    assert kills >= 5
+    with Store.open(db) as store:
+        rows = list(store.frames(TABLE))
+        keys = [(r.boot, r.seq) for r in rows]
+        assert len(keys) == len(set(keys))  # nothing twice
+        for boot in {b for b, _ in keys}:
+            seqs = sorted(s for b, s in keys if b == boot)
+            assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"boot {boot}: a gap"
+        voids = store.events(TABLE, ["void"], 1000)
+        assert _outcomes(store, voids) == want
+        results = store.results(TABLE, last=1000)
+        assert len({(r["boot"], r["seq"]) for r in results}) == len(results)
+        # each event once: ordinals 0..n-1 per kind
+        for kind in ("result", "void", "session_open", "session_close"):
+            ns = sorted(e["n"] for e in store.events(TABLE, [kind], 10_000))
+            assert ns == list(range(len(ns))), kind
