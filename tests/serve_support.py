@@ -205,11 +205,13 @@ def play(
     command: Callable[[str, dict[str, Any]], dict[str, Any]],
     between: Callable[[int], None] = lambda i: None,
     wall_limit_s: float = 600.0,
+    playing: Callable[[int], None] = lambda i: None,
 ) -> list[dict[str, Any]]:
     """Feed the session segment by segment; before each segment's command, wait until the
     board has played the one before (its virtual clock), then send the command through
     `command(verb, args)` and require the table's answer. `between(i)` runs before segment i
-    (a test kills the service there). Returns the answers."""
+    (a test kills the service there); `playing(i)` right after segment i is fed, while the
+    board plays it. Returns the answers."""
     answers = []
     end = 0.0
     for i, seg in enumerate(segments):
@@ -222,6 +224,7 @@ def play(
         vb.feed(seg.records)
         base = next(e["base_us"] for e in vb.events[n_ev:] if e.get("event") == "sensors")
         end = float(base) + seg.span_us
+        playing(i)
     _wait_clock(vb, end + TAIL_US, wall_limit_s)
     return answers
 
@@ -287,3 +290,75 @@ class EventStream:
     def of(self, kind: str, at_least: int) -> list[dict[str, Any]] | None:
         found = [e for e in self.events if e.get("type") == kind]
         return found if len(found) >= at_least else None
+
+
+class Cable:
+    """A TCP relay between the service and a table's port, which a test can pull out: the
+    connection drops, and new ones are refused (closed at once) until it is put back."""
+
+    def __init__(self, target_url: str) -> None:
+        import socket
+        import threading
+
+        host, port = target_url.removeprefix("socket://").rsplit(":", 1)
+        self.target = (host, int(port))
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"socket://127.0.0.1:{self.server.getsockname()[1]}"
+        self.plugged = True
+        self.cuts = 0
+        self._pairs: list[tuple[Any, Any]] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if not self.plugged:
+                client.close()
+                continue
+            try:
+                board = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._pairs.append((client, board))
+            for a, b in ((client, board), (board, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: Any, b: Any) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        for s in (a, b):
+            with contextlib.suppress(OSError):
+                s.close()
+
+    def pull(self) -> None:
+        import socket
+
+        self.plugged = False
+        self.cuts += 1
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for pair in pairs:
+            for s in pair:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                    s.close()
+
+    def plug(self) -> None:
+        self.plugged = True
+
+    def close(self) -> None:
+        self.pull()
+        self.server.close()

@@ -9,8 +9,10 @@ import random
 import threading
 
 import pytest
+from pgserver import pg_server  # noqa: F401  (a fixture)
 from serve_support import (
     TABLE,
+    Cable,
     EventStream,
     Served,
     Tokens,
@@ -33,6 +35,14 @@ def firmware(tmp_path_factory):
     return fwdeploy.build(tmp_path_factory.mktemp("fw") / "mpy")
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path) -> str:
+    """The same tests on the embedded default and on a throwaway PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'rmc.db'}"
+    return request.getfixturevalue("pg_server").new_database()
+
+
 def _outcomes(store: Store, voids: list[dict]) -> dict[int, str]:
     out = {}
     for r in store.results(TABLE, last=10_000):
@@ -43,10 +53,10 @@ def _outcomes(store: Store, voids: list[dict]) -> dict[int, str]:
     return out
 
 
-def test_a_session_through_the_service_matches_the_truth(tmp_path, firmware):
+def test_a_session_through_the_service_matches_the_truth(tmp_path, firmware, db_url):
     session, segments = simulate(seed=7, spins=8, scenarios=("same_dir@3",))
     tokens = Tokens.make(tmp_path / "tokens")
-    db = f"sqlite:///{tmp_path / 'rmc.db'}"
+    db = db_url
     with board(tmp_path, firmware) as vb:
         power_up(vb, session)
         served = Served(tmp_path, vb.uart_url, db, tokens, key=True).start()
@@ -117,14 +127,14 @@ def test_a_session_through_the_service_matches_the_truth(tmp_path, firmware):
         assert not any(resume.missing.values()), resume.missing
 
 
-def test_killed_at_random_moments_loses_and_doubles_nothing(tmp_path, firmware):
+def test_killed_at_random_moments_loses_and_doubles_nothing(tmp_path, firmware, db_url):
     """SIGKILL the service at random moments (between commands and while the board plays),
     restart it on the same database each time: every frame the table sent is stored once,
     the results equal the truth, the commands went through."""
     rnd = random.Random(20261201)
-    session, segments = simulate(seed=11, spins=14, scenarios=("ball_out@4",))
+    session, segments = simulate(seed=11, spins=10, scenarios=("ball_out@4",))
     tokens = Tokens.make(tmp_path / "tokens")
-    db = f"sqlite:///{tmp_path / 'rmc.db'}"
+    db = db_url
     kills = 0
     with board(tmp_path, firmware) as vb:
         power_up(vb, session)
@@ -135,7 +145,7 @@ def test_killed_at_random_moments_loses_and_doubles_nothing(tmp_path, firmware):
         def killer():
             # while the board plays: kill at a random instant, restart at once
             nonlocal kills
-            while not stop.wait(rnd.uniform(0.5, 3.0)):
+            while not stop.wait(rnd.uniform(0.3, 2.0)):
                 with lock:
                     served.kill()
                     kills += 1
@@ -187,3 +197,62 @@ def test_killed_at_random_moments_loses_and_doubles_nothing(tmp_path, firmware):
         for kind in ("result", "void", "session_open", "session_close"):
             ns = sorted(e["n"] for e in store.events(TABLE, [kind], 10_000))
             assert ns == list(range(len(ns))), kind
+
+
+def _stored_once_without_gap(store: Store) -> None:
+    keys = [(r.boot, r.seq) for r in store.frames(TABLE)]
+    assert len(keys) == len(set(keys))
+    for boot in {b for b, _ in keys}:
+        seqs = sorted(s for b, s in keys if b == boot)
+        assert seqs == list(range(seqs[0], seqs[-1] + 1)), f"boot {boot}: a gap"
+
+
+def test_a_port_pulled_out_and_a_database_down_lose_nothing(tmp_path, firmware, db_url, request):
+    """The table's cable pulled out and put back while the board plays (the frames sent
+    meanwhile are asked again from its journal), and, on PostgreSQL, the database server
+    killed and restarted a few seconds later (the rows wait in memory and are written then)."""
+    pg = request.getfixturevalue("pg_server") if db_url.startswith("postgresql") else None
+    session, segments = simulate(seed=5, spins=10)
+    tokens = Tokens.make(tmp_path / "tokens")
+    with board(tmp_path, firmware) as vb:
+        power_up(vb, session)
+        cable = Cable(vb.uart_url)
+        served = Served(tmp_path, cable.url, db_url, tokens, key=True).start()
+        timers: list[threading.Timer] = []
+
+        def outage(i):
+            # while the board plays a segment: its frames meanwhile go nowhere, or wait
+            if i % 3 == 1:
+                cable.pull()
+                timers.append(threading.Timer(1.5, cable.plug))
+                timers[-1].start()
+            elif i % 3 == 2 and pg is not None:
+                pg.kill()
+                timers.append(threading.Timer(3.0, pg.restart))
+                timers[-1].start()
+            for t in timers:
+                t.join(30)  # back before the next command
+
+        def order(verb, args):
+            out = command_with_retry(served, verb, args)
+            assert answered(out), repr(sorted(out.items()))
+            return out
+
+        try:
+            play(vb, segments, order, playing=outage)
+            chef = served.client("chef")
+            want = truth_outcomes(session)
+            n_results = sum(1 for v in want.values() if v.startswith("result"))
+            wait_for(lambda: len(chef.results(TABLE, 1000)) >= n_results, 120, "every result")
+            wait_for(lambda: chef.table(TABLE)["link"]["missing"] == 0, 120, "no gap left")
+            link = chef.table(TABLE)["link"]
+            assert link["reconnects"] >= 1 and link["resends_asked"] >= 1
+            if pg is not None:
+                assert chef.get("/api/health")["database"]["retries"] >= 1
+        finally:
+            assert served.stop() == 0
+            cable.close()
+    assert cable.cuts >= 2
+    with Store.open(db_url) as store:
+        _stored_once_without_gap(store)
+        assert _outcomes(store, store.events(TABLE, ["void"], 1000)) == want

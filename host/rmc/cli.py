@@ -20,6 +20,7 @@ COMMANDS: list[str] = [
     "rmc.commands.check",
     "rmc.commands.import_slingshot",
     "rmc.commands.record",
+    "rmc.commands.export",
     "rmc.commands.replay",
     "rmc.commands.serve",
     "rmc.commands.table",

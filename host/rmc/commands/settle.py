@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table as RichTable
@@ -17,29 +20,70 @@ from rmc.money import fmt
 from rmc.progress import Steps
 from rmc.settle import Book, ResultError, Statement, result_index, settle
 
+if TYPE_CHECKING:
+    from rmc.settle_recorded import Outcome
+
 EXIT_BAD_INPUT = 2
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "settle",
-        help="settle bets against a result, in the decree's paying order",
-        description="Settle the bets of BETS.json against a result. Exit 2 on any bad input "
-        "(nothing is settled then), with the bet's index and the reason on standard error.",
+        help="settle bets against a result, or recorded spins, in the decree's paying order",
+        description="Settle the bets of BETS.json against a result (exit 2 on any bad input: "
+        "nothing is settled then, the bet's index and the reason are on standard error); or "
+        "settle the recorded spins of a trace or of the table service's database with the "
+        "bets of BETS.jsonl, one bet a line with the spin it is for or the time it was "
+        "placed: a bet placed after its spin's « rien ne va plus » or during an incident is "
+        "refused, and listed (docs/settlement.md).",
+        usage="rmc settle BETS.json --result N [--limits FILE.toml] [--json]\n"
+        "       rmc settle (--trace TRACE | --db URL --table ID) --bets BETS.jsonl "
+        "[--since T] [--until T] [--limits FILE.toml] [--key-file FILE] [--json]",
     )
-    p.add_argument("bets", metavar="BETS.json", help="the bets ('-' for standard input)")
-    p.add_argument("--result", required=True, help="the number that came out: 0, 00, CMC, 1-36")
+    p.add_argument("bets", metavar="BETS.json", nargs="?", help="the bets ('-' for standard input)")
+    p.add_argument("--result", help="the number that came out: 0, 00, CMC, 1-36")
     p.add_argument(
-        "--table", metavar="FILE.toml", help="table limits (default: rmc/data/table.toml)"
+        "--table",
+        metavar="FILE.toml|ID",
+        help="with BETS.json: the table limits file (as --limits); with --db: the table's id",
+    )
+    p.add_argument(
+        "--limits", metavar="FILE.toml", help="table limits (default: rmc/data/table.toml)"
     )
     p.add_argument("--json", action="store_true", help="one JSON object on standard output")
+    g = p.add_argument_group("recorded spins")
+    g.add_argument(
+        "--bets",
+        dest="jsonl",
+        metavar="BETS.jsonl",
+        help="bets, one JSON object a line, each with its 'spin' or 'at' ('-': standard input)",
+    )
+    g.add_argument("--trace", metavar="TRACE", help="the recording: a trace (rmc record)")
+    g.add_argument("--db", metavar="URL", help="the recording: the table service's database")
+    g.add_argument("--key-file", metavar="FILE", help="the table's HMAC key (hex) to verify tags")
+    g.add_argument(
+        "--since", metavar="T", help="the frames received from T (ISO 8601 or epoch seconds)"
+    )
+    g.add_argument("--until", metavar="T", help="the frames received before T")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.jsonl is not None or args.trace is not None or args.db is not None:
+        return run_recorded(args)
+    for flag in ("key_file", "since", "until"):
+        if getattr(args, flag) is not None:
+            return _usage(f"--{flag.replace('_', '-')} goes with --trace or --db")
+    if args.bets is None or args.result is None:
+        return _usage(
+            "give BETS.json and --result N, or --bets BETS.jsonl with --trace TRACE or "
+            "--db URL --table ID"
+        )
+    if args.table is not None and args.limits is not None:
+        return _usage("--table and --limits both name the limits file: give one")
     try:
         result_index(args.result)
-        table = Table.load(args.table)
+        table = Table.load(args.limits or args.table)
         text = sys.stdin.read() if args.bets == "-" else Path(args.bets).read_text("utf-8")
     except (ResultError, TableError) as e:
         print(f"rmc settle: {e}", file=sys.stderr)
@@ -75,14 +119,27 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_statement(statement: Statement, table: Table, console: Console) -> None:
+def _usage(message: str) -> int:
+    print(f"rmc settle: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def print_statement(
+    statement: Statement,
+    table: Table,
+    console: Console,
+    labels: Sequence[int] | None = None,
+    heading: str | None = None,
+) -> None:
     """The readable statement: the call of the result, then each payment as announced.
-    Players' names are the bet file's text: printed as Text, never read as markup."""
+    Players' names are the bet file's text: printed as Text, never read as markup.
+    `labels` names each bet by its number in its file (default: its index, column "bet");
+    `heading` replaces the call of the result above the payments."""
     cur = f" {table.currency}" if table.currency else ""
-    console.print(Text(f"Résultat : {statement.announcement}", style="bold"))
+    console.print(Text(heading or f"Résultat : {statement.announcement}", style="bold"))
     grid = RichTable(header_style="bold", box=None, pad_edge=False)
     grid.add_column("player")
-    grid.add_column("bet", justify="right")
+    grid.add_column("bet" if labels is None else "line", justify="right")
     grid.add_column("announcement / bet", no_wrap=True)
     grid.add_column("paid", justify="right")
     for p in statement.payments:
@@ -94,9 +151,146 @@ def print_statement(statement: Statement, table: Table, console: Console) -> Non
             detail = Text.assemble((p.announcement, style), chips)
         else:
             detail = Text(f"{p.bet.position.name}, {fmt(p.bet.stake)}{chips} : perdu", style="dim")
-        grid.add_row(Text(p.player), Text(str(p.bet_index)), detail, Text(fmt(p.paid)))
+        label = p.bet_index if labels is None else labels[p.bet_index]
+        grid.add_row(Text(p.player), Text(str(label)), detail, Text(fmt(p.paid)))
     console.print(grid)
     console.print(
         f"staked {fmt(statement.staked)}{cur}   paid {fmt(statement.paid)}{cur}   "
         f"house {fmt(statement.house)}{cur}"
+    )
+
+
+def run_recorded(args: argparse.Namespace) -> int:
+    """`rmc settle --trace TRACE | --db URL --table ID --bets BETS.jsonl`: the recorded
+    spins settled with the bets of BETS.jsonl (rmc.settle_recorded)."""
+    from rmc.commands.check import read_key
+    from rmc.served_db import shown_url
+    from rmc.settle_recorded import (
+        BetLineError,
+        Placer,
+        SourceError,
+        from_db,
+        from_trace,
+        read_bets,
+        write_json,
+    )
+    from rmc.timestamps import parse_instant
+
+    if args.bets is not None or args.result is not None:
+        return _usage(
+            "BETS.json and --result settle one result; recorded spins take --bets BETS.jsonl"
+        )
+    if args.jsonl is None:
+        return _usage("--bets BETS.jsonl: give the bets to settle on the recorded spins")
+    if (args.trace is None) == (args.db is None):
+        return _usage("give the recording: --trace TRACE, or --db URL --table ID")
+    if args.db is not None and args.table is None:
+        return _usage("--db needs --table ID: the table whose spins to settle")
+    if args.trace is not None and args.table is not None:
+        return _usage(
+            "--table ID goes with --db (a trace names its table); the limits file is --limits"
+        )
+    try:
+        key = read_key(args.key_file)
+        table = Table.load(args.limits)
+        since = None if args.since is None else parse_instant(args.since, "--since")
+        until = None if args.until is None else parse_instant(args.until, "--until")
+    except ValueError as e:  # a bad key file, table file (TableError) or time (InstantError)
+        return _usage(str(e))
+    if since is not None and until is not None and since >= until:
+        return _usage("--since must come before --until")
+    name = "standard input" if args.jsonl == "-" else args.jsonl
+    with Steps() as steps:
+        try:
+            if args.trace is not None:
+                where = args.trace
+                try:
+                    data = Path(args.trace).read_bytes()
+                except OSError as e:
+                    raise SourceError(f"cannot read it: {e.strerror or e}") from None
+                rec = from_trace(data, key, since, until)
+                del data
+                source = {"trace": args.trace}
+            else:
+                where = shown_url(args.db)
+                rec = from_db(args.db, args.table, key, since, until)
+                source = {"db": where, "table": args.table}
+        except SourceError as e:
+            return _usage(f"{where}: {e}")
+        placer = Placer(rec, table)
+        try:
+            stream = sys.stdin.buffer if args.jsonl == "-" else open(args.jsonl, "rb")
+        except OSError as e:
+            return _usage(f"cannot read {name}: {e.strerror or e}")
+        with stream:
+            try:
+                size = os.fstat(stream.fileno()).st_size
+            except (OSError, ValueError):
+                size = 0
+            steps.step("reading the bets", size or None)
+            try:
+                for n, bet, spin, at in read_bets(stream, table, steps.update):
+                    placer.place(n, bet, spin, at)
+            except BetLineError as e:
+                steps.close()
+                return _usage(f"{name} {e}")
+            except OSError as e:
+                steps.close()
+                return _usage(f"cannot read {name}: {e.strerror or e}")
+        outcome = placer.finish()
+        if args.json:
+            steps.step("writing the statement", outcome.bets)
+            write_json(outcome, source, sys.stdout.write, steps.update)
+            return 0
+    print_recorded(outcome, table, out_console())
+    return 0
+
+
+def print_recorded(outcome: Outcome, table: Table, console: Console) -> None:
+    """The readable statements of recorded spins: one per spin settled, then the bets
+    refused and those left unsettled, with why, then the totals."""
+    from rmc.settle_recorded import Totals, recording_json, statements
+
+    cur = f" {table.currency}" if table.currency else ""
+    rec = recording_json(outcome.recording)
+    console.print(
+        Text(
+            f"table {rec['table']}: {rec['spins']} spins recorded, {rec['results']} results, "
+            f"{rec['rejected']} rejected, {rec['voids']} voids"
+        )
+    )
+    for note in rec["notes"]:
+        console.print(Text(note, style="yellow"))
+    totals = Totals()
+    for g, book, _, _ in statements(outcome, totals):
+        s = g.spin
+        statement = book.settle(s.result)
+        heading = f"Spin {s.number} — {statement.announcement}"
+        if g.carried_from:
+            heading += f" (with the bets of voided spin {', '.join(map(str, g.carried_from))})"
+        console.print()
+        print_statement(statement, table, console, list(g.lines), heading)
+    for title, items in (("refused", outcome.refused), ("unsettled", outcome.unsettled)):
+        if not items:
+            continue
+        console.print()
+        console.print(Text(f"{title} ({len(items)})", style="bold yellow"))
+        grid = RichTable(header_style="bold", box=None, pad_edge=False)
+        for column in ("line", "spin", "player", "bet", "why"):
+            grid.add_column(column, justify="right" if column in ("line", "spin") else "left")
+        for x in items:
+            grid.add_row(
+                Text(str(x.line)),
+                Text("" if x.spin is None else str(x.spin)),
+                Text(x.bet.player),
+                Text(f"{x.bet.position.name}, {fmt(x.bet.stake)}"),
+                Text(x.reason),
+            )
+        console.print(grid)
+    t = totals.to_json(outcome)
+    console.print()
+    console.print(
+        f"bets {t['bets']}: settled {t['settled']}, refused {t['refused']}, unsettled "
+        f"{t['unsettled']}   staked {t['staked']}{cur}   paid {t['paid']}{cur}   "
+        f"house {t['house']}{cur}"
     )
