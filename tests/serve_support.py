@@ -79,12 +79,13 @@ class Tokens:
 @contextlib.contextmanager
 def board(folder: Path, fw: Path, key_hex: str | None = KEY_HEX) -> Iterator[VirtualBoard]:
     """A started virtual board with the firmware deployed (and key.txt when key_hex)."""
+    extra: tuple[tuple[Path, str], ...] = ()
+    if key_hex:
+        kf = folder / "key.txt"
+        kf.write_text(key_hex + "\n")
+        extra = ((kf, "key.txt"),)
     with VirtualBoard(speed=0) as vb:
-        fwdeploy.deploy(vb, fw)
-        if key_hex:
-            kf = folder / "key.txt"
-            kf.write_text(key_hex + "\n")
-            vb.mpremote("cp", str(kf), ":key.txt")
+        fwdeploy.deploy(vb, fw, extra=extra)
         yield vb
 
 

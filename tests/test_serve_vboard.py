@@ -5,10 +5,12 @@ over a long session, with every frame stored exactly once in the end."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 
 import pytest
+from cli_support import rmc
 from pgserver import pg_server  # noqa: F401  (a fixture)
 from serve_support import (
     TABLE,
@@ -125,6 +127,23 @@ def test_a_session_through_the_service_matches_the_truth(tmp_path, firmware, db_
         assert _outcomes(store, voids) == want
         resume = store.resume(TABLE)
         assert not any(resume.missing.values()), resume.missing
+        violations = [e["data"] for e in store.events(TABLE, ["violation"], 1000)]
+    # the export is a trace rmc check verifies: the same results, violations and commands
+    trace = tmp_path / "export.jsonl"
+    p = rmc("export", "--db", db, "--table", TABLE, "-o", str(trace))
+    assert p.returncode == 0, p.stderr
+    key = tmp_path / "T01.key"
+    p = rmc("check", str(trace), "--key-file", str(key), "--json")
+    report = json.loads(p.stdout)
+    assert report["gaps"] == [] and report["auth_failures"] == 0
+    assert [(r["spin"], r["result"]) for r in report["results"]] == [
+        (r["spin"], r["result"]) for r in reversed(results)
+    ]
+    assert sorted(map(str, report["violations"])) == sorted(map(str, reversed(violations)))
+    given = [c for c in report["commands"] if c["cmd"] in ("OPEN", "LAST3", "CLOSE")]
+    assert [c["cmd"] for c in given] == ["OPEN", "LAST3", "CLOSE"]
+    assert all(c["by"] == "marie" and c["role"] == "chef" and c["ok"] is not None for c in given)
+    assert given[0]["ok"] and given[1]["ok"]
 
 
 def test_killed_at_random_moments_loses_and_doubles_nothing(tmp_path, firmware, db_url):

@@ -130,6 +130,7 @@ class Report:
     active_faults: list[str] = field(default_factory=list)  # still active at the end
     forced_closes: list[dict[str, Any]] = field(default_factory=list)  # SCLOSE with a reason
     settings: list[dict[str, Any]] = field(default_factory=list)  # CFG: threshold changes
+    commands: list[dict[str, Any]] = field(default_factory=list)  # a trace's host commands
     table: str | None = None
     boots: list[int] = field(default_factory=list)
     unmarked_duplicates: int = 0
@@ -185,6 +186,7 @@ class Report:
             "active_faults": self.active_faults,
             "forced_closes": self.forced_closes,
             "settings": self.settings,
+            "commands": self.commands,
         }
 
 
@@ -949,6 +951,43 @@ class _Rules:
         self.alert(f, "tamper", ", ".join(f"{k}={self.fl[k]}" for k in sorted(self.fl)))
 
 
+def command_log(trace: Any) -> list[dict[str, Any]]:
+    """The host's commands a trace holds, each with the table's answer (its ACK, matched by
+    boot and command seq; ok None when none came): who gave it when the recorder knew (the
+    table service writes `by` and `role`), what, when."""
+    out: list[dict[str, Any]] = []
+    sent: dict[tuple[int, int], dict[str, Any]] = {}
+    for r in trace.records:
+        kind, line = r.get("kind"), r.get("line")
+        if not isinstance(line, str) or kind not in ("command", "frame"):
+            continue
+        if kind == "frame" and f",{proto.T_ACK}," not in line:
+            continue
+        try:
+            f = decode(line.encode("latin-1", "replace"))
+            fl = f.fields
+        except (FrameError, CrcError, AuthError):
+            continue
+        if kind == "command":
+            c = {
+                "boot": f.boot,
+                "cseq": f.seq,
+                "cmd": f.type,
+                "fields": fl,
+                "tx_ms": r.get("tx_ms"),
+            }
+            c.update({"by": r.get("by"), "role": r.get("role"), "ok": None, "detail": None})
+            out.append(c)
+            sent[(f.boot, f.seq)] = c
+        else:
+            cseq = fl.get(proto.K_CSEQ, "")
+            c = sent.get((f.boot, int(cseq))) if cseq.isdigit() else None
+            if c is not None and c["ok"] is None:
+                c["ok"] = fl.get(proto.K_OK) == "1"
+                c["detail"] = fl.get(proto.K_DETAIL, "")
+    return out
+
+
 def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Checker]:
     """Check a trace or a raw capture given as bytes; returns (report, "trace"|"capture").
 
@@ -969,6 +1008,7 @@ def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Che
         checker.feed_many(line for line, _ in trace.frame_lines())
         report = checker.report()
         report.trace_errors = trace.errors  # type: ignore[attr-defined]
+        report.commands = command_log(trace)
         return report, "trace", checker
     if b"$" not in data:
         raise TraceError("no frame found: neither a trace nor a capture of the table's line")

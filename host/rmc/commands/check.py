@@ -81,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     return 0 if clean else 1
 
 
+_LINK_COMMANDS = ("RESEND", "STATUS")
+
+
 def show(out: dict) -> None:
     con = out_console()
     t = Table(title=f"rmc check ({out['input']}, table {out['table']})", show_header=False)
@@ -107,6 +110,7 @@ def show(out: dict) -> None:
     t.add_row("gaps", str(len(out["gaps"])))
     t.add_row("violations", str(len(out["violations"])))
     t.add_row("alerts", str(len(out["alerts"])))
+    t.add_row("commands", str(len(out.get("commands", []))))
     con.print(t)
 
     def line(label: str, style: str, text: str) -> None:
@@ -132,6 +136,15 @@ def show(out: dict) -> None:
             "yellow",
             f"at {c['boot']}:{c['seq']}, {c['coups']} coup(s): {c['reason']}",
         )
+    for c in out.get("commands", []):
+        if c["cmd"] in _LINK_COMMANDS:
+            continue  # the recorder's own (gaps asked again, probes): counted above
+        who = f" by {c['by']}" if c.get("by") else ""
+        if c["ok"] is None:
+            answer, style = "no answer", "yellow"
+        else:
+            answer, style = ("done", "") if c["ok"] else (f"refused: {c['detail']}", "yellow")
+        line("command", style, f"{c['cmd']} ({c['boot']}:{c['cseq']}){who}: {answer}")
     for e in out["trace_errors"]:
         line("trace", "red", str(e))
     if out["unverified"]:

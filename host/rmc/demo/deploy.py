@@ -67,9 +67,12 @@ def mpy_bytes(out: Path) -> int:
     return sum(p.stat().st_size for p in out.rglob("*.mpy"))
 
 
-def deploy(vb: Any, out: Path, timeout: float = 180.0) -> str:
+def deploy(
+    vb: Any, out: Path, timeout: float = 180.0, extra: tuple[tuple[Path, str], ...] = ()
+) -> str:
     """Copy a built folder with the real mpremote (one chained command, as `make deploy`);
-    returns mpremote's output (the board's listing)."""
+    returns mpremote's output (the board's listing). extra: more (file, name on the board)
+    in the same command, e.g. the table's key.txt."""
     pico = sorted(out.glob("board_*.mpy"))
     if not (out / "rmcfw").is_dir() or not pico:
         raise DeployError(f"{out} is not a built firmware folder (run build first)")
@@ -78,6 +81,8 @@ def deploy(vb: Any, out: Path, timeout: float = 180.0) -> str:
         args += ["+", "cp", str(f), f":{f.name}"]
     for name in ("main.py", "pins.json", "wheel.json"):
         args += ["+", "cp", str(out / name), f":{name}"]
+    for path, name in extra:
+        args += ["+", "cp", str(path), f":{name}"]
     args += ["+", "run", str(out.parent / "clean_twins.py"), "+", "ls", ":", "+", "ls", ":rmcfw"]
     proc = vb.mpremote(*args, timeout=timeout, check=False)
     if proc.returncode != 0:
