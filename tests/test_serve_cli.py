@@ -138,3 +138,26 @@ def test_a_table_out_of_reach_is_reported_and_commands_say_so(idle_service, tmp_
     p = rmc("table", "T01", "status", "--token-file", served.tokens.names["display"],
             "--server", served.url)  # fmt: skip
     assert p.returncode == 0 and "not connected" in p.stdout and "T01" in p.stdout
+
+
+def test_a_table_that_goes_silent_is_reported(tmp_path):
+    """A port that opens and then says nothing (a dead board behind a live adapter): the
+    link is reported silent, and comes back when the table speaks again."""
+    tokens = Tokens.make(tmp_path / "tokens")
+    with socket.create_server(("127.0.0.1", 0)) as mute:
+        served = Served(
+            tmp_path, f"socket://127.0.0.1:{mute.getsockname()[1]}",
+            f"sqlite:///{tmp_path / 'rmc.db'}", tokens, key=False,
+        ).start()  # fmt: skip
+        try:
+            conn, _ = mute.accept()
+            with conn:
+                chef = served.client("display")
+                t = wait_for(lambda: (x := chef.table("T01"))["link"]["silent"] and x, 60, "silent")
+                assert t["link"]["connected"] is True and t["link"]["last_rx_us"] is None
+                from rmcfw.frames import Encoder
+
+                conn.sendall(bytes(Encoder("T01", 1, None).frame("LID", ("locked", 1), ms=5)))
+                wait_for(lambda: not chef.table("T01")["link"]["silent"], 30, "heard again")
+        finally:
+            assert served.stop() == 0

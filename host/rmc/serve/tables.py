@@ -40,6 +40,7 @@ BACKOFF_S = (0.2, 10.0)  # first and longest wait before reopening a port
 FLUSH_S = 0.05  # rows are handed to the store at least this often
 FLUSH_ROWS = 500  # ... or as soon as this many are waiting
 ANSWER_S = 5.0  # an operator command not answered by then is reported unanswered
+SILENT_S = 10.0  # a connected table heard nothing from this long is reported silent
 
 
 def now_us() -> int:
@@ -89,6 +90,7 @@ class Health:
     """The link's state, as the API shows it."""
 
     connected: bool = False
+    silent: bool = False  # connected, yet nothing heard for SILENT_S
     since_us: int | None = None  # when it connected or lost the port
     last_rx_us: int | None = None
     reconnects: int = 0
@@ -138,6 +140,7 @@ class TableRunner:
         self._waiting: dict[int, Order] = {}  # cseq -> order awaiting its ACK
         self._recall: Order | None = None  # a RECALL answered, its frame still to come
         self._stop = threading.Event()
+        self._heard = time.monotonic()  # the last line received
         self._thread: threading.Thread | None = None
         self._port: Any = None
         # the rules applied up to the first frame still missing (the backlog's own gaps)
@@ -184,6 +187,7 @@ class TableRunner:
             return False
         self._port = _Port(port)
         self.link.port = self._port
+        self._heard = time.monotonic()
         if self.health.since_us is not None:
             self.health.reconnects += 1
         self._state(True, None)
@@ -212,6 +216,7 @@ class TableRunner:
 
     def _line(self, line: bytes, f: Frame | None) -> None:
         rx = now_us()
+        self._heard = time.monotonic()
         h = self.health
         h.lines += 1
         h.last_rx_us = rx
@@ -265,6 +270,12 @@ class TableRunner:
     def _after_poll(self) -> None:
         self._derive(self.deriver.advance(self.link.first_missing()))
         now = time.monotonic()
+        # A connected table answers the link's STATUS probes (every 2 s of quiet): silence
+        # this long means the board or its line is dead, while the port looks open.
+        silent = now - self._heard > SILENT_S
+        if silent != self.health.silent:
+            self.health.silent = silent
+            self.publish({"type": "link", "table": self.spec.id, **self.link_state()})
         for cseq, order in list(self._waiting.items()):
             if now - order.sent > ANSWER_S:
                 del self._waiting[cseq]
@@ -370,6 +381,7 @@ class TableRunner:
         st = self.link.stats
         return {
             "connected": h.connected,
+            "silent": h.silent,
             "since_us": h.since_us,
             "last_rx_us": h.last_rx_us,
             "reconnects": h.reconnects,
