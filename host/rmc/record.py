@@ -8,6 +8,7 @@ short grace period spent filling the last gaps; the trace ends with its end reco
 
 from __future__ import annotations
 
+import select
 import signal
 import threading
 import time
@@ -44,9 +45,21 @@ class _Port:
 
     def __init__(self, port: Any) -> None:
         self.port = port
+        # pyserial's socket:// port says 0 or 1 for in_waiting, and its read(n) waits for n
+        # bytes or its timeout: read byte by byte, a frame cost a poll a byte. It is read
+        # without a timeout once its socket shows data, waited for here.
+        self._fd: int | None = None
+        if type(port).__module__.endswith("protocol_socket"):
+            self._wait = port.timeout if port.timeout else 0.05
+            port.timeout = 0
+            self._fd = port.fileno()
 
     def read(self, n: int) -> bytes:
         try:
+            if self._fd is not None:
+                if not select.select([self._fd], [], [], self._wait)[0]:
+                    return b""
+                return self.port.read(n)
             waiting = getattr(self.port, "in_waiting", 0)
             return self.port.read(min(max(waiting, 1), n))
         except Exception as e:
