@@ -55,11 +55,14 @@ format: $(PY_STAMP)
 	$(BIN)/ruff format --config host/pyproject.toml $(LINT_PATHS)
 	$(BIN)/ruff check --fix --config host/pyproject.toml $(LINT_PATHS)
 
-# Two workers (the machine's two cores); a file's tests stay on one worker, so the fixtures
-# a file shares (a demo run, the virtual rig's scenarios) are made once.
-TEST_WORKERS ?= 2
+# Three workers on the machine's two cores: the virtual rig's scenarios run on a clock tied
+# to the wall's and mostly wait. A file's tests stay on one worker (--dist loadscope), so the
+# fixtures it shares (a demo run, the rig's scenarios) are made once; a test class is a scope
+# of its own, which lets a long file spread over the workers (the MicroPython runs of the
+# firmware modules, the service's tests on the virtual board).
+TEST_WORKERS ?= 3
 test: setup lint
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope tests
 
 bench: setup
 	@for f in tests/bench/bench_*.py; do $(BIN)/python $$f || exit 1; done

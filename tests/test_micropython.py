@@ -86,10 +86,34 @@ def _module_results(module: str) -> tuple[dict[str, str], str]:
     return results, proc.stdout + proc.stderr
 
 
-@pytest.mark.parametrize(("module", "test"), _cases(), ids=lambda v: v)
-def test_under_micropython(module: str, test: str) -> None:
+def check(module: str, test: str) -> None:
     results, output = _module_results(module)
     assert "__end__" in results, f"MicroPython run of {module} did not finish:\n{output[-3000:]}"
     assert test in results, f"{test} not run under MicroPython:\n{output[-3000:]}"
     status = results[test]
     assert status == "PASS", status.replace("\\n", "\n")
+
+
+def _module_class(module: str, tests: list[str]) -> type:
+    """One test class per firmware module: `make test` (pytest-xdist --dist loadscope) keeps
+    a class on one worker, so the module's MicroPython run is made once, and spreads the
+    modules over the workers."""
+
+    @pytest.mark.parametrize("test", tests)
+    def test_under_micropython(self, test: str) -> None:
+        check(module, test)
+
+    name = f"TestMicroPython_{module}"
+    return type(
+        name, (), {"test_under_micropython": test_under_micropython, "__module__": __name__}
+    )
+
+
+def _classes() -> dict[str, type]:
+    by_module: dict[str, list[str]] = {}
+    for module, test in _cases():
+        by_module.setdefault(module, []).append(test)
+    return {f"TestMicroPython_{m}": _module_class(m, t) for m, t in by_module.items()}
+
+
+globals().update(_classes())

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 import time
 
 import pytest
@@ -215,11 +214,19 @@ def test_player_drives_levels_at_their_instants():
 
 
 def test_player_stops_when_asked():
-    rec = RecordingOutput(frozenset({"ball_a"}))
+    # asked from the output itself after its third edge: no wall-clock timer decides it
+    player = None
+
+    class StopAfterThree(RecordingOutput):
+        def write(self, line: str, level: int) -> None:
+            super().write(line, level)
+            if len(self.log) == 3:
+                player.stop_event.set()
+
+    rec = StopAfterThree(frozenset({"ball_a"}))
     player = Player({"ball_a": rec}, LEVELS, speed=1)
-    threading.Timer(0.05, player.stop_event.set).start()
     stats = player.play(square_wave("ball_a", 1000, 20_000))
-    assert stats.stopped and 0 < stats.edges < 20
+    assert stats.stopped and 3 <= stats.edges < 20
 
 
 def test_routes_refuse_a_line_on_two_backends():
