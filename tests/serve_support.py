@@ -27,18 +27,6 @@ TAIL_US = 4_000_000
 KEY_HEX = "00112233445566778899aabbccddeeff0123456789abcdef"
 
 
-def truth_outcomes(session: Session) -> dict[int, str]:
-    """spin -> "result:N" or "void:REASON", from the simulator's truth."""
-    out: dict[int, str] = {}
-    for r in session.truth:
-        n = r.get("spin")
-        if r.get("event") == "void" and n not in out:
-            out[n] = f"void:{r['reason']}"
-        elif r.get("event") == "rest" and not r.get("void") and n not in out:
-            out[n] = f"result:{r['pocket']}"
-    return out
-
-
 def wait_for(cond: Callable[[], Any], timeout: float, what: str, every: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
     while True:

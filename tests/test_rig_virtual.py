@@ -60,51 +60,53 @@ class Miswired(VirtualOutput):
         super().write(self.SWAP.get(line, line), level)
 
 
-def test_selftest_through_the_virtual_board(repl_board):
-    probe = open_mpremote_probe(repl_board.repl_url, pinmod.board_pins())
-    try:
-        out = VirtualOutput(repl_board, LEVELS)
-        rep = selftest({ln: out for ln in out.channels}, probe, LEVELS)
-        assert rep.ok, rep.to_json()
-        assert len(rep.checks) == 45
-        bad = Miswired(repl_board, LEVELS)
-        rep = selftest({ln: bad for ln in bad.channels}, probe, LEVELS)
-        failed = {c.line: c.detail for c in rep.checks if not c.ok}
-        assert set(failed) == {"pocket:3", "pocket:4", "ball_b"}, failed
-        assert "also moves pocket:4" in failed["pocket:3"]
-        assert "not seen" in failed["ball_b"]
-    finally:
-        probe.close(restart=False)
+class TestBesideTheScenarios:
+    """The self-test, the pulse generator and a refusal: a class of its own, so that
+    `make test` (--dist loadscope) runs them on another worker than the scenarios."""
 
-
-def test_pulse_generator_firmware_on_the_virtual_board(tmp_path):
-    """firmware/pulsegen (board file and main.py included) on a virtual board, fed over its
-    UART by the rig's client: a schedule larger than its memory, streamed, all played."""
-    with VirtualBoard(flash=pulsegen_flash(tmp_path / "flash"), speed=2) as vb:
-        port = open_port(vb.uart_url, timeout=0.1)
+    def test_selftest_through_the_virtual_board(self, repl_board):
+        probe = open_mpremote_probe(repl_board.repl_url, pinmod.board_pins())
         try:
-            gen = PulseGen(port, timeout=5)
-            info = gen.hello()
-            assert info.lines == ("ball_a", "ball_b", "rotor_a", "rotor_b")
-            n = info.capacity + 500
-            # An edge every 4 ms: the generator reads its line in gaps longer than 3 ms.
-            assert gen.load(square_wave("rotor_b", n, 8000), 0) == n
-            assert gen.pending > 0  # more than fits: the rest is streamed while it plays
-            gen.go(100_000)
-            st = gen.finish(timeout=60)
+            out = VirtualOutput(repl_board, LEVELS)
+            rep = selftest({ln: out for ln in out.channels}, probe, LEVELS)
+            assert rep.ok, rep.to_json()
+            assert len(rep.checks) == 45
+            bad = Miswired(repl_board, LEVELS)
+            rep = selftest({ln: bad for ln in bad.channels}, probe, LEVELS)
+            failed = {c.line: c.detail for c in rep.checks if not c.ok}
+            assert set(failed) == {"pocket:3", "pocket:4", "ball_b"}, failed
+            assert "also moves pocket:4" in failed["pocket:3"]
+            assert "not seen" in failed["ball_b"]
         finally:
-            port.close()
-    assert st.state == "done" and st.played == n and st.starved == 0
-    assert sum(st.hist) == n and st.levels == 0
-    # Its lateness (st.hist, st.late_mean_us) is the WebAssembly interpreter's on a shared
-    # machine: measured by `make bench` and discussed in docs/rig.md, not asserted here.
+            probe.close(restart=False)
 
+    def test_pulse_generator_firmware_on_the_virtual_board(self, tmp_path):
+        """firmware/pulsegen (board file and main.py included) on a virtual board, fed over its
+        UART by the rig's client: a schedule larger than its memory, streamed, all played."""
+        with VirtualBoard(flash=pulsegen_flash(tmp_path / "flash"), speed=2) as vb:
+            port = open_port(vb.uart_url, timeout=0.1)
+            try:
+                gen = PulseGen(port, timeout=5)
+                info = gen.hello()
+                assert info.lines == ("ball_a", "ball_b", "rotor_a", "rotor_b")
+                n = info.capacity + 500
+                # An edge every 4 ms: the generator reads its line in gaps longer than 3 ms.
+                assert gen.load(square_wave("rotor_b", n, 8000), 0) == n
+                assert gen.pending > 0  # more than fits: the rest is streamed while it plays
+                gen.go(100_000)
+                st = gen.finish(timeout=60)
+            finally:
+                port.close()
+        assert st.state == "done" and st.played == n and st.starved == 0
+        assert sum(st.hist) == n and st.levels == 0
+        # Its lateness (st.hist, st.late_mean_us) is the WebAssembly interpreter's on a shared
+        # machine: measured by `make bench` and discussed in docs/rig.md, not asserted here.
 
-def test_virtual_rig_needs_a_finite_speed(tmp_path):
-    sc = scenario_set()[0]
-    trace = write_trace(sc, tmp_path)
-    with VirtualBoard(speed=0) as vb, pytest.raises(RigError, match="finite speed"):
-        VirtualRig(vb).run(trace)
+    def test_virtual_rig_needs_a_finite_speed(self, tmp_path):
+        sc = scenario_set()[0]
+        trace = write_trace(sc, tmp_path)
+        with VirtualBoard(speed=0) as vb, pytest.raises(RigError, match="finite speed"):
+            VirtualRig(vb).run(trace)
 
 
 # Issue 6 asks the « rien ne va plus » lead within ±0.5 s on nine spins out of ten: a share

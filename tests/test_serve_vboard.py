@@ -24,11 +24,11 @@ from serve_support import (
     play,
     power_up,
     simulate,
-    truth_outcomes,
     wait_for,
 )
 
 from rmc.demo import deploy as fwdeploy
+from rmc.demo.run import truth_outcomes
 from rmc.serve.store import Store
 
 # Each test is a class of its own: `make test` (pytest-xdist --dist loadscope) runs the

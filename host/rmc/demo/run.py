@@ -182,7 +182,7 @@ class HostTable:
         self.window: list[Bet] = []  # placed in the open window, not yet on a launch
         self.carried: list[Bet] = []  # from a voided spin
         self.current: SpinPlay | None = None
-        self.truth = _truth_outcomes(run.session)
+        self.truth = truth_outcomes(run.session)
 
     def bets(self, rnd: BetRound) -> None:
         self.run.rounds.append(rnd)
@@ -251,7 +251,8 @@ class HostTable:
         self.run.unsettled = self.carried + self.window
 
 
-def _truth_outcomes(session: Session) -> dict[int, str]:
+def truth_outcomes(session: Session) -> dict[int, str]:
+    """spin -> "result:N" or "void:REASON", from the simulator's truth."""
     out: dict[int, str] = {}
     for r in session.truth:
         n = r.get("spin")
