@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import select
 import socket
 import subprocess
 import sys
@@ -264,19 +266,90 @@ def test_hung_program_watchdog_and_unheard_ctrl_c(tmp_path):
         assert p.stdout.strip() == "back"
 
 
-def test_repl_on_a_pty():
+@pytest.fixture(scope="module")
+def ptyboard():
     with VirtualBoard(pty=True) as board:
-        assert board.repl_pty is not None and board.repl_pty.startswith("/dev/")
-        p = subprocess.run(
-            [str(MPREMOTE), "connect", board.repl_pty, "exec", "print(2 ** 10)"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert p.returncode == 0, p.stdout + p.stderr
-        assert p.stdout.strip() == "1024"
-        # the socket still serves mpremote while the pty is idle
-        assert board.mpremote("exec", "print('socket')").stdout.strip() == "socket"
+        yield board
+
+
+def test_repl_on_a_pty(ptyboard):
+    board = ptyboard
+    assert board.repl_pty is not None and board.repl_pty.startswith("/dev/")
+    p = subprocess.run(
+        [str(MPREMOTE), "connect", board.repl_pty, "exec", "print(2 ** 10)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.strip() == "1024"
+    # the socket still serves mpremote while the pty is idle
+    assert board.mpremote("exec", "print('socket')").stdout.strip() == "socket"
+
+
+def test_copies_over_the_pty_and_the_socket_are_byte_exact(ptyboard, tmp_path):
+    # Each way on each line, and across: to the board on one, back on the other.
+    data = os.urandom(20_000) + bytes(range(256)) * 4
+    src = tmp_path / "blob.bin"
+    src.write_bytes(data)
+    lines = {"pty": ptyboard.repl_pty, "socket": ptyboard.repl_url}
+    for there, back in (("pty", "pty"), ("socket", "pty"), ("pty", "socket")):
+        dest = tmp_path / f"{there}-{back}.bin"
+        for url, args in (
+            (lines[there], [str(src), ":blob.bin"]),
+            (lines[back], [":blob.bin", str(dest)]),
+        ):
+            p = subprocess.run(
+                [str(MPREMOTE), "connect", url, "cp", "-f", *args],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert p.returncode == 0, p.stdout + p.stderr
+        assert dest.read_bytes() == data, (there, back)
+
+
+def _read_until(fd: int, token: bytes, seen: bytearray, timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while token not in seen:
+        assert time.monotonic() < end, bytes(seen[-200:])
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            seen += os.read(fd, 65536)
+
+
+def test_an_answer_the_pty_cannot_hold_arrives_whole_and_in_order(ptyboard):
+    # A pty holds a few KB: the rest of a long answer waits on the board's side while its
+    # reader does not read, and must come out whole and in order once it does. The program
+    # tells the UART when it has printed everything: only then is the pty read.
+    n = 6000  # 6000 lines of 52 bytes: ~300 KB
+    code = (
+        "import machine\n"
+        f"for i in range({n}): print('line %05d ' % i + 'x' * 40)\n"
+        "machine.UART(0).write(b'done')\n"
+    )
+    uart = socket.create_connection(("127.0.0.1", ptyboard.uart_port), timeout=120)
+    fd = os.open(ptyboard.repl_pty, os.O_RDWR | os.O_NOCTTY)
+    try:
+        seen = bytearray()
+        os.write(fd, b"\r\x03\r\x01")
+        _read_until(fd, b"raw REPL; CTRL-B to exit\r\n>", seen)
+        seen.clear()
+        os.write(fd, code.encode() + b"\x04")
+        got = b""
+        while b"done" not in got:
+            chunk = uart.recv(100)
+            assert chunk, got
+            got += chunk
+        _read_until(fd, b"\x04\x04>", seen)
+        out = bytes(seen)
+        assert out.startswith(b"OK") and out.endswith(b"\x04\x04>"), out[:50] + out[-50:]
+        lines = out[2:-3].replace(b"\r", b"").split(b"\n")
+        assert lines == [b"line %05d " % i + b"x" * 40 for i in range(n)] + [b""]
+        os.write(fd, b"\r\x02")  # leave the raw REPL as found
+    finally:
+        os.close(fd)
+        uart.close()
 
 
 def test_the_watchdog_runs_on_at_the_prompt_and_through_a_soft_reset(tmp_path):

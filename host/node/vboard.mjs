@@ -4,8 +4,11 @@
 //
 //   node vboard.mjs [--repl-port N] [--uart-port N] [--sensors TRACE.jsonl] [--speed X]
 //                   [--flash DIR] [--pins PINS.json] [--heap 2M] [--control] [--no-raw-paste]
-//                   [--flash-op-us 500]
+//                   [--flash-op-us 500] [--pty-fd N]
 //
+// --pty-fd N: the master side of a pseudo-terminal the parent opened (VirtualBoard(pty=True)),
+// a second way onto the same REPL line: `mpremote connect /dev/pts/M` reads a pty blocking,
+// without the 10 ms polls it makes on a socket.
 // The REPL serves mpremote's raw-paste mode with its flow control, as a Pico does;
 // --no-raw-paste answers R\x00 instead (unsupported: mpremote falls back to plain raw mode,
 // 256 bytes per 10 ms, several times slower for `mpremote cp`).
@@ -19,6 +22,7 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import readline from "node:readline";
+import tty from "node:tty";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, Worker } from "node:worker_threads";
 
@@ -62,6 +66,7 @@ const opts = {
   rawPaste: true,
   flashOpUs: 500, // virtual time a file system write takes (a flash program, roughly)
   mpyDir: path.join(ROOT, "host", "rmc", "vboard", "mpy"),
+  ptyFd: null,
 };
 {
   const args = process.argv.slice(2);
@@ -87,6 +92,11 @@ const opts = {
       opts.flashOpUs = v;
     }
     else if (a === "--mpy-dir") opts.mpyDir = next();
+    else if (a === "--pty-fd") {
+      const v = Number(next());
+      if (!Number.isInteger(v) || v < 0 || !tty.isatty(v)) die(`--pty-fd ${v}: not a terminal`);
+      opts.ptyFd = v;
+    }
     else die(`unknown argument ${a}`);
   }
 }
@@ -206,7 +216,9 @@ function makeSchedule(events, base) {
 
 // ---------------------------------------------------------------------------------------
 // Shared world state: clock, schedule cursor, sensor levels.
-const ctrlBuf = new SharedArrayBuffer(32); // [MAIL, CURSOR, BEAT, BUSY, WDT_MS, ...]
+const ctrlBuf = new SharedArrayBuffer(32); // [MAIL, CURSOR, BEAT, BUSY, WDT_MS, PTY_LINE, PTY_QUEUED]
+const PTY_LINE = 5; // 1 while the pty is the REPL line's client: the worker writes to it itself
+const PTY_QUEUED = 6; // worker output for the pty that this thread still has to write
 const worldBuf = new SharedArrayBuffer(16); // [world time in us, RTC offset in s]
 const levelsBuf = new SharedArrayBuffer(NCHAN);
 const ctrl = new Int32Array(ctrlBuf);
@@ -270,6 +282,11 @@ if (opts.flash) {
 // Sockets: one client at a time on each, like a serial port; errors never kill the board.
 let replClient = null;
 let uartClient = null;
+let ptyClient = null;
+function setReplClient(c) {
+  replClient = c;
+  Atomics.store(ctrl, PTY_LINE, c !== null && c === ptyClient ? 1 : 0);
+}
 const MAX_BACKLOG = 4 << 20; // a client that stops reading loses bytes, as on a serial line
 let dropped = 0;
 function send(sock, data) {
@@ -294,6 +311,106 @@ function serve(port, onData, setClient, getClient) {
   });
   server.on("error", (e) => die(`cannot listen on 127.0.0.1:${port}: ${e.message}`, 1));
   return new Promise((resolve) => server.listen(port, "127.0.0.1", () => resolve(server)));
+}
+
+// The REPL on a pseudo-terminal (--pty-fd), without a bridge: the same line as the socket,
+// one client at a time. The pty takes the line when bytes come from it, so an idle pty never
+// pushes a socket client off; a socket client that connects takes the line back, and a reset
+// that drops the client leaves the pty unheard until it is used again, as a socket's client
+// would have to reconnect.
+//
+// The fd is non-blocking (the parent set it so). It is read through a tty handle, but never
+// written through one: libuv writes a pty master blocking, or spins on it once non-blocking,
+// and a pty whose reader went away (mpremote killed mid-output; the parent holds the other
+// side open) would then freeze the board. Writes go out here, or straight from the worker,
+// and what the pty cannot take waits in `ptyQueue`, retried on a timer, dropped past
+// MAX_BACKLOG as on a socket.
+const PTY_RETRY_MS = 2;
+let ptyFd = null;
+let ptyQueue = [];
+let ptyQueued = 0; // bytes in ptyQueue
+let ptyTimer = null;
+let ptyGone = false;
+function ptyPump() {
+  ptyTimer = null;
+  while (ptyQueue.length) {
+    const [data, done] = ptyQueue[0];
+    let n = 0;
+    try {
+      n = fs.writeSync(ptyFd, data);
+    } catch (e) {
+      if (e.code !== "EAGAIN") ptyGone = true; // EIO: nobody holds the other side any more
+    }
+    if (ptyGone) n = data.length; // dropped, as bytes on an unplugged line
+    ptyQueued -= n;
+    if (n < data.length) {
+      ptyQueue[0][0] = data.subarray(n);
+      ptyTimer = setTimeout(ptyPump, PTY_RETRY_MS);
+      return;
+    }
+    ptyQueue.shift();
+    done();
+  }
+}
+// Every item waiting here counts in ctrl[PTY_QUEUED] (the worker counted those it posted),
+// so that the worker writes nothing straight to the pty before them.
+function ptyWrite(data, counted = false) {
+  if (!counted) Atomics.add(ctrl, PTY_QUEUED, 1);
+  const done = () => Atomics.sub(ctrl, PTY_QUEUED, 1);
+  if (ptyGone || ptyQueued > MAX_BACKLOG) {
+    if (!ptyGone && dropped++ === 0) log("a client is not reading: output dropped");
+    done();
+    return;
+  }
+  const bytes = typeof data === "string" ? Buffer.from(data, "latin1") : data;
+  ptyQueue.push([bytes, done]);
+  ptyQueued += bytes.length;
+  if (!ptyTimer) ptyPump();
+}
+function servePty(fd) {
+  let stream;
+  try {
+    stream = new tty.ReadStream(fd);
+  } catch (e) {
+    die(`--pty-fd ${fd}: ${e.message}`);
+  }
+  ptyFd = fd;
+  const client = {
+    get destroyed() {
+      return ptyGone;
+    },
+    writable: true,
+    writableLength: 0, // send() drops past MAX_BACKLOG: ptyWrite does that itself
+    write: (data) => ptyWrite(data),
+    // Another client took the line: the pty stays open, unheard, and what waited for it is
+    // dropped, as a socket's unsent output goes with it.
+    destroy: () => {
+      const gone = ptyQueue;
+      ptyQueue = [];
+      ptyQueued = 0;
+      for (const [, done] of gone) done();
+    },
+  };
+  stream.on("data", (data) => {
+    if (replClient !== client) {
+      if (replClient) replClient.destroy();
+      setReplClient(client);
+    }
+    onReplData(data);
+  });
+  stream.on("error", () => {}); // EIO once nobody holds the other side: 'close' follows
+  stream.on("close", () => {
+    ptyGone = true;
+    if (replClient === client) setReplClient(null);
+  });
+  ptyClient = client;
+}
+// Worker output the pty could not take at once (full), or that must follow such output: the
+// worker counted it. Every such message is written or dropped here, from whichever worker it
+// came, so the count comes back to 0 (a worker terminated between counting and posting would
+// leave it above: its successors would then send everything through here, slower but in order).
+function writePty(data) {
+  ptyWrite(data, true);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -333,6 +450,36 @@ function onUartData(data) {
 // The watchdog a soft reset carries into the next board (an RP2040's cannot be stopped).
 let nextWdt = null;
 
+// A worker started ahead, its interpreter loaded, waiting for the next boot's data (see
+// vboard_worker.mjs): started with each board, taken by the next reset.
+let spare = null;
+function newWorker() {
+  const w = new Worker(path.join(HERE, "vboard_worker.mjs"), {
+    workerData: {
+      ctrlBuf,
+      worldBuf,
+      levelsBuf,
+      config,
+      speed: opts.speed,
+      rawPaste: opts.rawPaste,
+      heap: opts.heap,
+      ptyFd: opts.ptyFd,
+      mpyFiles,
+    },
+  });
+  // A spare that fails before it is used is only forgotten; the next boot starts a fresh one.
+  w.on("error", () => {
+    if (spare === w) spare = null;
+  });
+  w.on("exit", () => {
+    if (spare === w) spare = null;
+  });
+  return w;
+}
+function startSpare() {
+  if (!spare && !quitting) spare = newWorker();
+}
+
 function startBoard(mode) {
   const wdt = nextWdt; // only the next board inherits it: any other start is a fresh one
   nextWdt = null;
@@ -342,32 +489,28 @@ function startBoard(mode) {
   ready = false;
   powered = true;
   boots++;
-  const w = new Worker(path.join(HERE, "vboard_worker.mjs"), {
-    workerData: {
+  const w = spare || newWorker();
+  spare = null;
+  w.postMessage(
+    {
       mail: channel.port2,
-      ctrlBuf,
-      worldBuf,
-      levelsBuf,
       sched,
-      config,
-      speed: opts.speed,
-      rawPaste: opts.rawPaste,
-      heap: opts.heap,
       fs: flash,
       mode,
       cause,
       wdt,
-      mpyFiles,
       pending: Uint8Array.from(pendingIn),
       uart: Uint8Array.from(pendingUart),
     },
-    transferList: [channel.port2],
-  });
+    [channel.port2],
+  );
   pendingIn = [];
   pendingUart = [];
   worker = w;
+  startSpare(); // loads on the other core while this board boots
   event({ event: "boot", mode, cause, t_us: world[0], boot: boots });
   w.on("message", (m) => {
+    if (m.type === "out" && m.pty) return writePty(m.data); // counted by the worker: always done
     if (worker !== w) return;
     if (m.type === "out") send(replClient, m.data);
     else if (m.type === "uart") send(uartClient, m.data);
@@ -403,7 +546,7 @@ function startBoard(mode) {
     ready = false;
     if (quitting || !powered) return;
     if (replClient) replClient.destroy();
-    replClient = null;
+    setReplClient(null);
     pendingIn = [];
     setTimeout(() => startBoard("power"), 10);
   });
@@ -420,7 +563,7 @@ function onReboot(m) {
     // A hard reset drops the USB serial link of a Pico: mpremote sees the device go away
     // instead of waiting forever for the end of its command.
     if (replClient) replClient.destroy();
-    replClient = null;
+    setReplClient(null);
     pendingIn = [];
   }
   if (m.kind === "power") {
@@ -539,6 +682,7 @@ async function shutdown(code = 0) {
   quitting = true;
   if (offTimer) clearTimeout(offTimer);
   if (worker && opts.flash) await askSnapshot(1500);
+  if (spare) spare.terminate();
   if (worker) await worker.terminate();
   event({ event: "exit", t_us: world[0] });
   process.exit(code);
@@ -587,8 +731,9 @@ process.on("SIGTERM", () => shutdown(0));
 process.on("SIGINT", () => shutdown(0));
 process.stdout.on("error", () => {}); // a parent that stopped reading must not kill the board
 
-const replServer = await serve(opts.replPort, onReplData, (s) => (replClient = s), () => replClient);
+const replServer = await serve(opts.replPort, onReplData, setReplClient, () => replClient);
 const uartServer = await serve(opts.uartPort, onUartData, (s) => (uartClient = s), () => uartClient);
+if (opts.ptyFd !== null) servePty(opts.ptyFd);
 if (opts.control) {
   const rl = readline.createInterface({ input: process.stdin });
   rl.on("line", control);

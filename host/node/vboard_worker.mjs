@@ -8,13 +8,28 @@
 // Worker -> main thread: parentPort messages (output bytes, UART bytes, reboot, power off).
 //
 // Every reset (soft, watchdog, machine.reset, power cut) ends this worker: the main thread
-// starts a fresh one with the file system carried over, as a board keeps its flash.
+// boots the next one with the file system carried over, as a board keeps its flash.
+//
+// A worker is started ahead of its boot, as a spare: it loads the interpreter, then waits for
+// its boot's data (the flash, the mode, the mail port: the first message on parentPort). A
+// reset, and so every mpremote command, then costs neither a worker start nor a load. Until
+// that message it touches nothing shared: the board before it is still running.
 import { parentPort, workerData, receiveMessageOnPort } from "node:worker_threads";
+import fs from "node:fs";
 import { performance } from "node:perf_hooks";
 import { loadMicroPython } from "@micropython/micropython-webassembly-pyscript";
 
-const W = workerData;
-const ctrl = new Int32Array(W.ctrlBuf); // [MAIL, CURSOR, BEAT, BUSY, WDT_MS]
+var booted = false; // var: the interpreter's output callbacks may run before `let`s below exist
+const loading = loadMicroPython({
+  heapsize: workerData.heap,
+  stdout: (b) => booted && stdout(b),
+  stderr: (b) => booted && stdout(b),
+  linebuffer: false,
+});
+loading.catch(() => {}); // a failure is reported when boot() awaits it, not as unhandled here
+const W = { ...workerData, ...(await new Promise((resolve) => parentPort.once("message", resolve))) };
+booted = true;
+const ctrl = new Int32Array(W.ctrlBuf); // [MAIL, CURSOR, BEAT, BUSY, WDT_MS, PTY_LINE, PTY_QUEUED]
 const world = new Float64Array(W.worldBuf); // [NOW_US, RTC offset in s]
 const levels = new Uint8Array(W.levelsBuf); // channel values, 45 channels
 const MAIL = 0;
@@ -22,6 +37,8 @@ const CURSOR = 1;
 const BEAT = 2; // bumped at every bridge call: the main thread spots a hung interpreter
 const BUSY = 3;
 const WDT_MS = 4;
+const PTY_LINE = 5; // the pty is the REPL line's client (set by the main thread)
+const PTY_QUEUED = 6; // output for the pty the main thread has yet to write
 const cfg = W.config;
 const TICKS_MASK = 0x3fffffff; // MicroPython's ticks period on a 32-bit port is 2**30
 
@@ -42,9 +59,27 @@ let out = [];
 let muted = false;
 function flushOut() {
   lastFlush = performance.now();
-  if (out.length) {
-    parentPort.postMessage({ type: "out", data: Uint8Array.from(out) });
-    out = [];
+  if (!out.length) return;
+  const data = Uint8Array.from(out);
+  out = [];
+  if (W.ptyFd === null || !Atomics.load(ctrl, PTY_LINE)) {
+    parentPort.postMessage({ type: "out", data });
+    return;
+  }
+  // The pty is the line's client: written from here, one thread hop less per answer. What it
+  // cannot take now (full: its reader is slow) goes to the main thread, which writes it in
+  // order; so does all that follows until that is written.
+  let n = 0;
+  if (Atomics.load(ctrl, PTY_QUEUED) <= 0) {
+    try {
+      n = fs.writeSync(W.ptyFd, data);
+    } catch (e) {
+      n = 0; // EAGAIN (the fd is non-blocking), or gone: the main thread decides
+    }
+  }
+  if (n < data.length) {
+    Atomics.add(ctrl, PTY_QUEUED, 1);
+    parentPort.postMessage({ type: "out", pty: true, data: data.subarray(n) });
   }
 }
 let dropOK = 0; // raw-paste mode: the port's raw REPL says "OK", which raw-paste does not
@@ -54,9 +89,11 @@ let dropOK = 0; // raw-paste mode: the port's raw REPL says "OK", which raw-past
 // longer program still streams: every bridge call and every wait flushes too.
 const FLUSH_MS = 20;
 let lastFlush = 0;
-function stdout(bytes) {
-  if (muted) return;
-  for (const b of bytes) {
+// `buf` may be the interpreter's signed heap (HEAP8): bytes are taken `& 255`.
+function stdoutBytes(buf, off, len) {
+  if (muted || len <= 0) return;
+  for (let i = off; i < off + len; i++) {
+    const b = buf[i] & 255;
     if (dropOK && b === "OK".charCodeAt(2 - dropOK)) {
       dropOK--;
       continue;
@@ -65,7 +102,25 @@ function stdout(bytes) {
     out.push(b);
   }
   if (out.length >= 4096) flushOut();
-  else if (bytes[bytes.length - 1] === 10 && performance.now() - lastFlush > FLUSH_MS) flushOut();
+  else if ((buf[off + len - 1] & 255) === 10 && performance.now() - lastFlush > FLUSH_MS) flushOut();
+}
+function stdout(bytes) {
+  stdoutBytes(bytes, 0, bytes.length);
+}
+// The port writes its output to fd 1 and 2 a string at a time, but Emscripten's terminal
+// device hands it over one byte per call, each in a new array: ~750 calls for one 256-byte
+// chunk of `mpremote cp` from the board. The streams' write takes the whole string instead.
+function installStdout() {
+  for (const fd of [1, 2]) {
+    const stream = FS.getStream(fd);
+    if (!stream) continue;
+    const ops = Object.assign({}, stream.stream_ops);
+    ops.write = (st, buffer, offset, length) => {
+      stdoutBytes(buffer, offset, length);
+      return length;
+    };
+    stream.stream_ops = ops;
+  }
 }
 function emit(text) {
   for (const b of Buffer.from(text, "latin1")) out.push(b);
@@ -571,11 +626,23 @@ function setBusy(on) {
   Atomics.add(ctrl, BEAT, 1);
 }
 
+// The port's exported function, called directly: its `replProcessChar` goes through ccall,
+// which costs as much again per byte (a 256-byte chunk of `mpremote cp` is ~750 bytes).
+let processChar = null;
 function feedChar(c) {
   setBusy(true);
   anchor();
   try {
-    return mp.replProcessChar(c);
+    return processChar(c);
+  } finally {
+    setBusy(false);
+  }
+}
+// Bytes of a command's text, before its \x04: nothing runs, so one busy mark for them all.
+function feedText(bytes) {
+  setBusy(true);
+  try {
+    for (const c of bytes) processChar(c);
   } finally {
     setBusy(false);
   }
@@ -595,7 +662,7 @@ function pasteByte(c) {
   // command's first output (see FLUSH_MS), not on its own.
   out.push(4);
   if (pasteBuf.length === 0) pasteBuf.push(10); // an empty line would mean soft reset
-  for (const b of pasteBuf) feedChar(b);
+  feedText(pasteBuf);
   pasteBuf = [];
   dropOK = 2;
   feedChar(4);
@@ -688,11 +755,13 @@ function replLoop() {
     pasteState = 0;
     if (pasting) {
       pasteByte(c);
+      while (pasting && inQ.length) pasteByte(inQ.shift()); // the rest that came, at once
       // All that came is taken: grant a new window now rather than when this one is used up.
       // Any byte back carries the TCP acknowledgement, without which the host's Nagle
       // algorithm holds its end-of-data \x04 until the delayed ACK, 40 ms later, at every
-      // command. mpremote counts each \x01 as one more window, which is harmless here.
-      if (pasting && inQ.length === 0 && pasteCredit > 0) {
+      // command. mpremote counts each \x01 as one more window, which is harmless here. A pty
+      // has no such delay: there the byte would only wake mpremote for nothing.
+      if (pasting && pasteCredit > 0 && !(W.ptyFd !== null && Atomics.load(ctrl, PTY_LINE))) {
         pasteCredit = 0;
         emit("\x01");
       }
@@ -711,11 +780,13 @@ function replLoop() {
 
 async function boot() {
   Atomics.add(ctrl, BEAT, 1);
-  mp = await loadMicroPython({ heapsize: W.heap, stdout, stderr: stdout, linebuffer: false });
+  mp = await loading;
   Atomics.add(ctrl, BEAT, 1);
   mpModule = mp._module;
+  processChar = mpModule._mp_js_repl_process_char;
   FS = mp.FS;
   installStdin();
+  installStdout();
   restoreFS(W.fs);
   try {
     FS.mkdir("/.vboard");

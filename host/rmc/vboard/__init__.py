@@ -26,12 +26,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rmc import ROOT
-
-if TYPE_CHECKING:
-    from rmc.vboard.ptybridge import PtyBridge
 
 VBOARD_JS = ROOT / "host" / "node" / "vboard.mjs"
 MPREMOTE = Path(sys.executable).with_name("mpremote")
@@ -63,7 +60,7 @@ class VirtualBoard:
     _queue: queue.Queue = field(default_factory=queue.Queue, init=False, repr=False)
     _stderr: list[str] = field(default_factory=list, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-    _pty: PtyBridge | None = field(default=None, init=False, repr=False)
+    _pty_slave: int | None = field(default=None, init=False, repr=False)
 
     # --- life cycle -----------------------------------------------------------------------
 
@@ -86,19 +83,50 @@ class VirtualBoard:
             cmd += ["--flash-op-us", str(int(self.flash_op_us))]
         return cmd
 
+    def _open_pty(self) -> int | None:
+        """With `pty`, a pseudo-terminal whose master side node serves; its master fd."""
+        if not self.pty:
+            return None
+        try:
+            import pty  # not on Windows
+            import tty
+        except ImportError as e:
+            raise VirtualBoardError(f"no pseudo-terminals here: {e}") from None
+        master, slave = pty.openpty()
+        tty.setraw(slave)  # bytes as they are: no echo, no CR/LF translation, no signals
+        # node writes to it without blocking: a reader that stops must not freeze the board
+        os.set_blocking(master, False)
+        # Held open for the board's life: with no process on the slave side, node's reads
+        # of the master would fail (EIO) between two mpremote runs.
+        self._pty_slave = slave
+        self.repl_pty = os.ttyname(slave)
+        return master
+
     def start(self) -> VirtualBoard:
         if self._proc is not None:
             raise VirtualBoardError("already started")
         if self.speed < 0:
             raise ValueError(f"speed must be >= 0, not {self.speed}")
-        self._proc = subprocess.Popen(
-            self.command(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
+        cmd = self.command()
+        master = self._open_pty()
+        if master is not None:
+            cmd += ["--pty-fd", str(master)]
+        try:
+            self._proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                bufsize=1,
+                pass_fds=() if master is None else (master,),
+            )
+        except OSError:
+            self._close_pty()
+            raise
+        finally:
+            if master is not None:
+                os.close(master)  # node has its own copy
         threading.Thread(target=self._read_events, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
         ready = self.wait_event("ready", timeout=self.start_timeout)
@@ -107,8 +135,6 @@ class VirtualBoard:
             raise VirtualBoardError("virtual board did not start: " + self.stderr_text())
         self.repl_port = ready["repl_port"]
         self.uart_port = ready["uart_port"]
-        if self.pty:
-            self._start_pty()
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -116,9 +142,6 @@ class VirtualBoard:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        if self._pty is not None:
-            self._pty.close()
-            self._pty = None
         if proc.poll() is None:
             try:
                 proc.stdin.write('{"cmd":"quit"}\n')
@@ -135,6 +158,15 @@ class VirtualBoard:
                 stream.close()
             except OSError:
                 pass
+        self._close_pty()
+
+    def _close_pty(self) -> None:
+        if self._pty_slave is not None:
+            try:
+                os.close(self._pty_slave)
+            except OSError:
+                pass
+            self._pty_slave = None
 
     def __enter__(self) -> VirtualBoard:
         return self.start()
@@ -225,18 +257,6 @@ class VirtualBoard:
                 f"mpremote {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}{proc.stderr}"
             )
         return proc
-
-    # --- pseudo-terminal ------------------------------------------------------------------
-
-    def _start_pty(self) -> None:
-        """A pty whose other end is the REPL socket (`mpremote connect /dev/pts/N`)."""
-        from rmc.vboard.ptybridge import PtyBridge  # imported late: `python -m` runs it too
-
-        try:
-            self._pty = PtyBridge("127.0.0.1", self.repl_port)
-        except ImportError as e:  # not on Windows
-            raise VirtualBoardError(f"no pseudo-terminals here: {e}") from None
-        self.repl_pty = self._pty.path
 
     # --- events ---------------------------------------------------------------------------
 
