@@ -225,6 +225,7 @@ const ctrl = new Int32Array(ctrlBuf);
 const world = new Float64Array(worldBuf);
 const levels = new Uint8Array(levelsBuf);
 let sched = makeSchedule([], 0);
+let schedPending = null; // {n, base} of a schedule posted to a worker that has not placed it yet
 if (opts.sensors) {
   try {
     sched = makeSchedule(readTrace(opts.sensors), 0);
@@ -516,6 +517,11 @@ function startBoard(mode) {
     else if (m.type === "uart") send(uartClient, m.data);
     else if (m.type === "ready") {
       ready = true;
+      if (schedPending) {
+        // the worker that was sent the schedule is gone: this one started with it as it was
+        event({ event: "sensors", n: schedPending.n, base_us: schedPending.base });
+        schedPending = null;
+      }
       if (pendingIn.length) post({ type: "in", data: Uint8Array.from(pendingIn) });
       if (pendingUart.length) post({ type: "uart", data: Uint8Array.from(pendingUart) });
       pendingIn = [];
@@ -526,7 +532,10 @@ function startBoard(mode) {
         saveFlash();
         if (snapshotWaiter) snapshotWaiter();
       }
-    } else if (m.type === "event") event(m);
+    } else if (m.type === "event") {
+      if (m.event === "sensors") schedPending = null;
+      event(m);
+    }
     else if (m.type === "reboot") onReboot(m);
     else if (m.type === "crash") {
       log(`interpreter crashed: ${m.message}`);
@@ -700,10 +709,13 @@ function control(line) {
   try {
     if (c.cmd === "sensors") {
       const evs = c.path ? readTrace(c.path) : parseRecords(c.records || [], "records");
-      sched = makeSchedule(evs, world[0]);
+      const base = world[0];
+      sched = makeSchedule(evs, base);
       Atomics.store(ctrl, 1, 0);
-      post({ type: "sched", ...sched });
-      event({ event: "sensors", n: sched.n, base_us: world[0] });
+      // A running board places the edges itself when the schedule reaches it, from its own
+      // clock (which may have moved on while the message waited), and says where ("sensors").
+      if (post({ type: "sched", ...sched, base })) schedPending = { n: sched.n, base };
+      else event({ event: "sensors", n: sched.n, base_us: base });
     } else if (c.cmd === "power" && c.event === "cut") {
       if (powered) {
         if (post({ type: "power", event: "cut" })) cutPending = true;

@@ -190,7 +190,18 @@ function installSchedule(v) {
   schedT = new Float64Array(v.t);
   schedC = new Int32Array(v.code);
   schedN = v.n;
+  // The edges were placed from the main thread's reading of the clock. If this clock has
+  // moved on since (the message waited on a busy machine while an idle board's clock ran),
+  // the whole schedule moves with it: no edge falls in the past, to fire late and bunched.
+  let shift = 0;
+  if (v.base !== undefined && now > v.base) {
+    shift = now - v.base;
+    for (let i = 0; i < schedN; i++) schedT[i] += shift;
+  }
   Atomics.store(ctrl, CURSOR, 0);
+  if (v.base !== undefined) {
+    parentPort.postMessage({ type: "event", event: "sensors", n: v.n, base_us: v.base + shift });
+  }
 }
 
 // ---------------------------------------------------------------------------------------
