@@ -37,7 +37,7 @@ def _cases() -> list[tuple[str, str]]:
 
 
 def run_micropython(
-    script: Path, *args: str, heap: str = "2M", timeout: float = 300
+    script: Path, *args: str, heap: str = "2M", timeout: float = 1200
 ) -> subprocess.CompletedProcess:
     """Run a script under MicroPython with firmware/ at /fw and tests/fw/ at /tests on sys.path."""
     native = os.environ.get("RMC_MICROPYTHON")
