@@ -11,7 +11,7 @@ import pytest
 from rmc.checker import Checker
 from rmc.framegen import ScriptedTable, result_fields
 from rmc.frames import decode
-from rmc.serve.derive import _LISTS, Deriver
+from rmc.serve.derive import _LISTS, Derived, Deriver
 from rmcfw import proto
 from rmcfw.frames import Encoder
 
@@ -166,3 +166,60 @@ def test_a_frame_held_behind_a_gap_waits_for_it():
     d.add(fs[10], 0)
     d.advance(None)
     assert d.held == 0 and d.fed == (fs[-1].boot, fs[-1].seq)
+
+
+def _rows(d: Derived) -> dict[str, list]:
+    return {
+        "events": sorted((e.kind, e.n, e.boot, e.seq, repr(e.data)) for e in d.events),
+        "results": [(r.boot, r.seq, r.spin, r.result, r.valid, r.session) for r in d.results],
+        "opens": d.opens,
+        "closes": d.closes,
+    }
+
+
+@pytest.mark.parametrize("step", [2, 5, 13, 1000])
+def test_frames_applied_in_bulk_give_what_one_at_a_time_gives(step):
+    """The rules take the frames of an advance in runs; every row keeps the frame that
+    made it, as when they are applied one by one."""
+    fs = frames(eventful_lines())
+    one = Deriver(TABLE)
+    by_one = Derived()
+    for i, f in enumerate(fs):
+        one.add(f, 1000 + i)
+        d = one.advance(None)
+        for name in ("events", "results", "opens", "closes"):
+            getattr(by_one, name).extend(getattr(d, name))
+    bulk = Deriver(TABLE)
+    in_bulk = Derived()
+    for i in range(0, len(fs), step):
+        for j, f in enumerate(fs[i : i + step], start=i):
+            bulk.add(f, 1000 + j)
+        d = bulk.advance(None)
+        for name in ("events", "results", "opens", "closes"):
+            getattr(in_bulk, name).extend(getattr(d, name))
+    assert _rows(in_bulk) == _rows(by_one)
+    assert bulk.state == one.state and bulk.session == one.session
+
+
+def test_each_finding_has_the_frame_that_made_it():
+    """A result, a rejected result and a void carry their own RES or VOID frame (they have
+    no (boot, seq) in the rules' lists); the rest their own (boot, seq)."""
+    fs = frames(eventful_lines())
+    by_key = {(f.boot, f.seq): f for f in fs}
+    d = Deriver(TABLE)
+    for f in fs:
+        d.add(f, 1000 + f.seq)
+    out = d.advance(None)
+    for e in out.events:
+        f = by_key[(e.boot, e.seq)]
+        if e.kind in ("result", "rejected"):
+            assert f.type == proto.T_RESULT and f.fields["spin"] == str(e.data["spin"])
+            assert f.fields["num"] == e.data["result"]
+        elif e.kind == "void":
+            assert f.type == proto.T_VOID and f.fields["spin"] == str(e.data["spin"])
+        elif "boot" in e.data:
+            assert (e.data["boot"], e.data["seq"]) == (e.boot, e.seq)
+    for r in out.results:
+        f = by_key[(r.boot, r.seq)]
+        assert f.type == proto.T_RESULT and r.rx_us == 1000 + f.seq
+        assert (str(r.spin), r.result) == (f.fields["spin"], f.fields["num"])

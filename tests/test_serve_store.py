@@ -286,6 +286,43 @@ def test_write_is_all_or_nothing(store):
     assert store.frame_count("T1") == 7
 
 
+def test_large_batches_of_many_tables_are_written_whole_once(store):
+    """The bulk path (multi-row INSERTs on SQLite, COPY on PostgreSQL): batches of every size
+    around its chunks, many tables interleaved, each row as given, written twice stored once,
+    a batch of new and stored rows alike stores only the new."""
+    tables = [f"T{i}" for i in range(7)]
+    frames, events, results = [], [], []
+    for seq in range(1, 150):
+        for t in tables:
+            frames.append(frame(t, 1, seq, "RES", f"spin={seq}", "num=7", resent=seq % 11 == 0))
+            if seq % 3 == 0:
+                data = {"spin": seq, "result": "7", "rules": ["a", "b\u00e9"], "x": None}
+                events.append(EventRow(t, "result", seq // 3, 1, seq, data))
+                results.append(ResultRow(t, 1, seq, seq, "7", "rouge", "impair", "manque",
+                                         seq, seq % 2 == 0, None if seq % 5 else seq))  # fmt: skip
+    cuts = [0, 1, 2, 257, 300, 555, 556, 1043]  # around SQLite's 256-row chunks
+    for a, b in zip(cuts, [*cuts[1:], len(frames)], strict=True):
+        store.write(Batch(frames=frames[a:b], events=events[a // 3 : b // 3],
+                          results=results[a // 3 : b // 3]))  # fmt: skip
+    store.write(Batch(frames=frames, events=events, results=results))  # all again
+    for t in tables:
+        mine = [f for f in frames if f.table == t]
+        assert list(store.frames(t)) == mine
+        got = store.events(t, last=10_000)[::-1]
+        want = [e for e in events if e.table == t]
+        assert [(e["kind"], e["n"], e["boot"], e["seq"], e["data"]) for e in got] == [
+            (e.kind, e.n, e.boot, e.seq, e.data) for e in want
+        ]
+        got_r = store.results(t, last=10_000)[::-1]
+        want_r = [r for r in results if r.table == t]
+        assert [(r["seq"], r["spin"], r["valid"], r["session"], r["at_us"]) for r in got_r] == [
+            (r.seq, r.spin, r.valid, r.session, r.rx_us) for r in want_r
+        ]
+        assert store.spin(t, 12)["frames"][0]["seq"] == 12  # the spin column is filled
+    assert count(store, FrameRec) == len(frames)
+    assert count(store, EventRec) == len(events) and count(store, ResultRec) == len(results)
+
+
 def test_empty_batch_writes_nothing(store):
     store.write(Batch())
     assert store.tables() == []
@@ -427,6 +464,37 @@ def test_sessions_open_and_close(store):
     assert rows[0] == {"session": 3, "boot": 2, "seq": 10, "chef": "carol", "opened_us": 500,
                        "closed_us": 600, "close_boot": 2, "close_seq": 50, "spins": 2,
                        "reason": None}  # fmt: skip
+
+
+def test_many_sessions_opened_and_closed_in_one_batch(store):
+    """A batch of many tables' opens and closes (a busy service's): each close finds its
+    own open, the same session number on two tables or twice on one table after a reboot
+    included; a close written twice changes nothing; an orphan close is merged later."""
+    opens = [SessionOpen(t, 1, 1, 5, "alice", 100) for t in ("T1", "T2")]
+    opens += [SessionOpen("T1", 2, 1, 50, "bob", 300), SessionOpen("T1", 1, 2, 4, "carol", 500)]
+    closes = [
+        SessionClose("T1", 1, 1, 40, 3, None, 200),
+        SessionClose("T2", 1, 1, 45, 4, None, 210),
+        SessionClose("T1", 2, 1, 90, 5, "chef ill", 400),
+        SessionClose("T1", 1, 2, 30, 6, None, 600),  # session 1 again, after a reboot
+        SessionClose("T1", 1, 1, 40, 3, None, 200),  # the first close, again
+        SessionClose("T2", 7, 1, 99, 2, None, 700),  # no open stored: an orphan
+    ]
+    store.write(Batch(opens=opens, closes=closes))
+    got = {(r["session"], r["boot"], r["seq"]): r for r in store.sessions("T1")}
+    closed = {k: (r["close_boot"], r["close_seq"], r["spins"], r["reason"]) for k, r in got.items()}
+    assert closed == {
+        (1, 1, 5): (1, 40, 3, None),
+        (2, 1, 50): (1, 90, 5, "chef ill"),
+        (1, 2, 4): (2, 30, 6, None),
+    }
+    t2 = {(r["session"], r["seq"]): (r["chef"], r["close_seq"]) for r in store.sessions("T2")}
+    assert t2 == {(1, 5): ("alice", 45), (7, 99): (None, 99)}
+    store.write(Batch(closes=closes))  # all again: nothing changes
+    assert {(r["session"], r["boot"], r["seq"]): r for r in store.sessions("T1")} == got
+    store.write(Batch(opens=[SessionOpen("T2", 7, 1, 60, "dave", 650)]))  # the orphan's open
+    t2 = {(r["session"], r["seq"]): (r["chef"], r["close_seq"]) for r in store.sessions("T2")}
+    assert t2 == {(1, 5): ("alice", 45), (7, 60): ("dave", 99)}
 
 
 def test_commands_add_and_answer(store):

@@ -39,6 +39,10 @@ _FRAME_KINDS = {
     proto.T_LAST_THREE: "last3",
     proto.T_INCIDENT: "incident",
 }
+# frames that end a run of frames fed to the rules together (Deriver): the only ones whose
+# findings carry no (boot, seq) (RES: results and rejected results; VOID: voids), and those
+# on record as events of their own
+_ATTRIBUTED = frozenset({proto.T_RESULT, proto.T_VOID, *_FRAME_KINDS})
 
 
 @dataclass
@@ -55,20 +59,30 @@ class Derived:
 
 
 class Deriver:
-    """One table's rules, fed frames in any order, applied in (boot, seq) order."""
+    """One table's rules, fed frames in any order, applied in (boot, seq) order.
+
+    The frames ready at an `advance` go to the rules in runs, and what the rules found is
+    read once per run, not once per frame: most frames (REV, STAT) find nothing. A run ends
+    at each frame of `_ATTRIBUTED`: the findings without a (boot, seq) of their own (results,
+    rejected results, voids) are the frame's that made them, so that frame must end its
+    run; session frames end theirs too, as they change the session the results carry."""
 
     def __init__(self, table: str, done: dict[str, int] | None = None) -> None:
         self.table = table
         self.report = Report(table=table)
         self.rules = _Rules(self.report)
+        # the report's lists, read after each run (the rules only ever append to them)
+        self._lists = [(getattr(self.report, name), kind) for name, kind in _LISTS]
+        self._found = 0  # items in those lists, all kinds: unchanged after most runs
         self.done = dict(done or {})  # kind -> events stored already
         self._seen = {kind: 0 for _, kind in _LISTS}
         self._seen.update({kind: 0 for kind in _FRAME_KINDS.values()})
         self._held: dict[tuple[int, int], tuple[Frame, int]] = {}
         self.fed: tuple[int, int] = (-1, -1)  # the last frame applied
         self.session: int | None = None  # the open session's number (None: none known)
-        self.state: dict[str, str] = {}  # the last STAT frame's fields
         self.last: Frame | None = None
+        self._stat: Frame | None = None  # the last STAT frame applied
+        self._state: tuple[Frame | None, dict[str, str]] = (None, {})  # ... and its fields
 
     def add(self, f: Frame, rx_us: int) -> None:
         """A new frame; applied once every frame before it is there (`advance`)."""
@@ -78,13 +92,16 @@ class Deriver:
     def advance(self, first_missing: tuple[int, int] | None) -> Derived:
         """Apply the held frames below the first missing one (all of them if none is)."""
         out = Derived()
-        if not self._held:
+        held = self._held
+        if not held:
             return out
-        for key in sorted(self._held):
+        ready = []
+        for key in sorted(held):
             if first_missing is not None and key >= first_missing:
                 break
-            f, rx_us = self._held.pop(key)
-            self._apply(f, rx_us, out)
+            ready.append(held.pop(key))
+        if ready:
+            self._apply(ready, out)
         return out
 
     @property
@@ -95,19 +112,55 @@ class Deriver:
     def active_faults(self) -> list[str]:
         return sorted(self.rules.faults_on)
 
-    def _apply(self, f: Frame, rx_us: int, out: Derived) -> None:
-        self.rules.feed((f,))
+    @property
+    def state(self) -> dict[str, str]:
+        """The last STAT frame's fields ({} before any), parsed when asked for."""
+        f, fields = self._state
+        if f is not self._stat:
+            try:
+                fields = dict(self._stat.fields) if self._stat is not None else {}
+            except FrameError:
+                pass  # a STAT whose fields do not parse: the state last read stands
+            self._state = (self._stat, fields)
+        return fields
+
+    def _apply(self, ready: list[tuple[Frame, int]], out: Derived) -> None:
+        run: list[Frame] = []
+        stat = proto.T_STATUS
+        for f, rx_us in ready:
+            run.append(f)
+            t = f.type
+            if t == stat:
+                self._stat = f
+            elif t in _ATTRIBUTED:
+                self._run(run, rx_us, out)
+                run = []
+        if run:
+            self._run(run, ready[-1][1], out)
+
+    def _run(self, run: list[Frame], rx_us: int, out: Derived) -> None:
+        """Frames in (boot, seq) order to the rules at once; their findings read after the
+        last, which the findings without a (boot, seq) of their own belong to."""
+        self.rules.feed(run)
+        f = run[-1]
         self.fed = (f.boot, f.seq)
         self.last = f
-        if f.type == proto.T_STATUS:
-            try:
-                self.state = dict(f.fields)
-            except FrameError:
-                pass
-        r = self.report
-        for name, kind in _LISTS:
-            items = getattr(r, name)
-            for i in range(self._seen[kind], len(items)):
+        found = sum(len(items) for items, _ in self._lists)
+        if found != self._found:
+            self._found = found
+            self._findings(f, rx_us, out)
+        kind = _FRAME_KINDS.get(f.type)
+        if kind is not None:
+            self._frame_event(f, kind, rx_us, out)
+
+    def _findings(self, f: Frame, rx_us: int, out: Derived) -> None:
+        """The items the rules added to their lists since the last look, as event rows
+        (and result rows), each with its own (boot, seq) or else the frame `f`'s."""
+        for items, kind in self._lists:
+            seen = self._seen[kind]
+            if seen == len(items):
+                continue
+            for i in range(seen, len(items)):
                 item = items[i]
                 if self._new(kind, i):
                     boot, seq = item.get("boot", f.boot), item.get("seq", f.seq)
@@ -115,9 +168,6 @@ class Deriver:
                     if kind in ("result", "rejected"):
                         out.results.append(self._result(f, rx_us, valid=kind == "result"))
             self._seen[kind] = len(items)
-        kind = _FRAME_KINDS.get(f.type)
-        if kind is not None:
-            self._frame_event(f, kind, rx_us, out)
 
     def _new(self, kind: str, n: int) -> bool:
         return n >= self.done.get(kind, 0)

@@ -1,11 +1,15 @@
 """The service's one database writer: every table's rows, in order, one transaction a batch.
 
-Tables hand their rows over as they come (`put`); this thread merges what is waiting into one
-batch (at most `MAX_ROWS` rows) and writes it in one transaction. A store that fails (a
-database restarting, a full disk) is tried again with a growing delay, with the same batch:
-rows wait in memory meanwhile, in order, and none is dropped. The order matters: a table's
-derived rows follow the frames they come from, so a batch never holds a result whose frame
-is not stored.
+The tables' thread hands every table's rows over once a tick (`put`, rmc.serve.tables); this
+thread merges what is waiting into one batch (at most `MAX_ROWS` rows) and writes it in one
+transaction: a busy service writes fewer, bigger transactions by itself. It is a thread of
+its own so that a database that is slow, or down, never holds up the reading of the tables
+(the store's bulk writes keep what it needs of the GIL small: rmc.serve.store).
+
+A store that fails (a database restarting, a full disk) is tried again with a growing
+delay, with the same batch: rows wait in memory meanwhile, in order, and none is dropped.
+The order matters: a table's derived rows follow the frames they come from, so a batch never
+holds a result whose frame is not stored.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 from rmc.serve.store import Batch, Store, StoreError
 
-MAX_ROWS = 5000
+MAX_ROWS = 20_000  # rows merged into one transaction at most (a backlog is caught up in few)
 RETRY_S = (0.2, 5.0)
 
 
