@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import ClassVar
 
@@ -113,56 +114,102 @@ class TestBesideTheScenarios:
 # over many spins, so each scenario is checked without it (late calls still fail at once)
 # and the share is checked over the whole set by the last test.
 PER_RUN = Tolerances(rnvp_within_fraction=0.0)
-_runs: dict[str, object] = {}
+WAIT_S = 1800.0  # a scenario run by another worker is waited for this long at most
 
 
-def run_scenario(sc, tmp: Path):
-    if sc.name not in _runs:
-        folder = tmp / sc.name
-        folder.mkdir(parents=True, exist_ok=True)
-        trace = write_trace(sc, folder)
-        init = folder / "initial.jsonl"
-        init.write_text("\n".join(json.dumps(r) for r in [trace.header, *initial_records(trace)]))
-        # As on a table: an empty board, the firmware compiled with mpy-cross and copied with
-        # the real mpremote (as `make deploy`), then a reset runs its main.py.
-        built = build(folder / "mpy")
-        with VirtualBoard(speed=SPEED, sensors=init) as vb:
-            deploy(vb, built)
-            vb.skip_events()
-            vb.mpremote("exec", "import machine; machine.reset()", check=False, timeout=30)
-            assert vb.wait_event("boot", timeout=30) is not None, "main.py did not start"
-            _runs[sc.name] = VirtualRig(vb, tolerances=PER_RUN).run(
-                trace, record=folder / "run.jsonl"
-            )
-    return _runs[sc.name]
+@pytest.fixture(scope="session")
+def shared_runs(tmp_path_factory) -> Path:
+    """Where the scenarios' runs are kept for every worker of this pytest run: each scenario
+    is a test class of its own, so that `make test` (--dist loadscope) spreads the set over
+    its workers, and the last test reads every run whichever worker made it. (Under xdist
+    each worker's temporary folder is in the run's own, which pytest clears in time.)"""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "rig-virtual"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
-@pytest.fixture(scope="module")
-def runs_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("rig-virtual")
-
-
-@pytest.mark.parametrize("sc", scenario_set(), ids=lambda s: s.name)
-def test_scenario_on_the_virtual_board(sc, runs_dir):
-    result = run_scenario(sc, runs_dir)
+def _play(sc, folder: Path) -> dict:
+    """One scenario on a fresh virtual board; what the tests check, as JSON."""
+    trace = write_trace(sc, folder)
+    init = folder / "initial.jsonl"
+    init.write_text("\n".join(json.dumps(r) for r in [trace.header, *initial_records(trace)]))
+    # As on a table: an empty board, the firmware compiled with mpy-cross and copied with
+    # the real mpremote (as `make deploy`), then a reset runs its main.py.
+    built = build(folder / "mpy")
+    with VirtualBoard(speed=SPEED, sensors=init) as vb:
+        deploy(vb, built)
+        vb.skip_events()
+        vb.mpremote("exec", "import machine; machine.reset()", check=False, timeout=30)
+        assert vb.wait_event("boot", timeout=30) is not None, "main.py did not start"
+        result = VirtualRig(vb, tolerances=PER_RUN).run(trace, record=folder / "run.jsonl")
     cmp = result.comparison
     detail = json.dumps(
         {"problems": cmp.problems, "spins": [s.__dict__ for s in cmp.spins if not s.ok],
          "violations": cmp.checker.get("violations", [])[:5], "notes": result.notes},
         indent=1, default=str,
     )  # fmt: skip
-    assert cmp.ok, detail
-    assert len(cmp.spins) == sc.spins
+    return {
+        "ok": cmp.ok,
+        "detail": detail,
+        "spins": len(cmp.spins),
+        "rnvp_within": cmp.rnvp_within,
+        "rnvp_asked": cmp.rnvp_asked,
+    }
 
 
-def test_rnvp_lead_over_the_scenario_set(runs_dir):
-    within = asked = 0
-    for sc in scenario_set():
-        cmp = run_scenario(sc, runs_dir).comparison
-        within += cmp.rnvp_within
-        asked += cmp.rnvp_asked
-    assert asked >= 20
-    assert within >= Tolerances().rnvp_within_fraction * asked, (
-        f"« rien ne va plus » within ±{Tolerances().rnvp_lead_s} s of the asked instant on"
-        f" {within}/{asked} spins"
+def run_scenario(sc, shared: Path) -> dict:
+    """The scenario's run: played here if no worker has taken it yet (an O_EXCL claim),
+    else waited for. A run that raised is kept as its error, so nobody waits in vain."""
+    done = shared / f"{sc.name}.json"
+    try:
+        os.close(os.open(shared / f"{sc.name}.claim", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        deadline = time.monotonic() + WAIT_S
+        while not done.exists():
+            assert time.monotonic() < deadline, f"{sc.name}: no run from another worker"
+            time.sleep(0.5)
+    else:
+        folder = shared / sc.name
+        folder.mkdir(exist_ok=True)
+        try:
+            out = _play(sc, folder)
+        except BaseException as e:
+            out = {"error": f"{type(e).__name__}: {e}"}
+            raise
+        finally:
+            part = done.with_suffix(".part")
+            part.write_text(json.dumps(out))
+            part.replace(done)
+    out = json.loads(done.read_text())
+    assert "error" not in out, f"{sc.name}: {out.get('error')}"
+    return out
+
+
+def _scenario_class(sc) -> type:
+    def test_on_the_virtual_board(self, shared_runs):
+        out = run_scenario(sc, shared_runs)
+        assert out["ok"], out["detail"]
+        assert out["spins"] == sc.spins
+
+    return type(
+        f"TestScenario_{sc.name}", (), {"test_on_the_virtual_board": test_on_the_virtual_board}
     )
+
+
+for _sc in scenario_set():
+    globals()[f"TestScenario_{_sc.name}"] = _scenario_class(_sc)
+
+
+class TestOverTheSet:
+    def test_rnvp_lead_over_the_scenario_set(self, shared_runs):
+        within = asked = 0
+        for sc in scenario_set():
+            out = run_scenario(sc, shared_runs)
+            within += out["rnvp_within"]
+            asked += out["rnvp_asked"]
+        assert asked >= 20
+        assert within >= Tolerances().rnvp_within_fraction * asked, (
+            f"« rien ne va plus » within ±{Tolerances().rnvp_lead_s} s of the asked instant on"
+            f" {within}/{asked} spins"
+        )
