@@ -133,10 +133,9 @@ def test_client_disconnecting_mid_command_does_not_kill_the_board(vb):
     s.sendall(b"\r\x03\x03\r\x01print('half")
     s.close()
     s = socket.create_connection(("127.0.0.1", vb.repl_port))
-    s.sendall(b"\r\x03\r\x01\x04")
-    time.sleep(0.3)
+    _raw_repl(s)
     s.sendall(b"for i in range(3000): print('x' * 60)\x04")
-    time.sleep(0.05)
+    _read_until(s.fileno(), b"x" * 60, bytearray())  # output flows
     s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
     s.close()  # RST: the board's writes now fail with EPIPE/ECONNRESET
     time.sleep(0.5)
@@ -146,17 +145,16 @@ def test_client_disconnecting_mid_command_does_not_kill_the_board(vb):
 
 
 def test_ctrl_c_interrupts_a_running_loop(vb):
-    # mpremote's first act is Ctrl-C; a program sleeping in a loop must stop at once.
+    # mpremote's first act is Ctrl-C; a program sleeping in a loop must stop, not be reset.
     s = socket.create_connection(("127.0.0.1", vb.repl_port))
-    s.sendall(b"\r\x03\r\x01\x04")
-    time.sleep(0.3)
-    s.sendall(b"import time\nwhile True: time.sleep_ms(10)\x04")
-    time.sleep(0.3)
+    _raw_repl(s)
+    s.sendall(b"import time\nprint('looping')\nwhile True: time.sleep_ms(10)\x04")
+    _read_until(s.fileno(), b"looping", bytearray())
     s.close()
-    t = time.monotonic()
+    resets = _resets(vb)
     p = run(vb, "exec", "print('back')")
     assert p.stdout.strip() == "back", p.stdout + p.stderr
-    assert time.monotonic() - t < 10
+    assert _resets(vb) == resets
 
 
 def test_raw_paste_mode_option(tmp_path):
@@ -225,11 +223,8 @@ def test_mpremote_stops_main_py_running_since_power_up(tmp_path, speed):
         "while True:\n    w.feed()\n    time.sleep_ms(1)\n"
     )
     with VirtualBoard(flash=flash, speed=speed) as board:
-        time.sleep(0.5)
-        t = time.monotonic()
         p = board.mpremote("exec", "import machine; print('at the REPL', machine.reset_cause())")
-        assert p.stdout.strip() == "at the REPL 1"
-        assert time.monotonic() - t < 5
+        assert p.stdout.strip() == "at the REPL 1"  # stopped by Ctrl-C, not by its watchdog
 
 
 def test_hung_program_watchdog_and_unheard_ctrl_c(tmp_path):
@@ -258,8 +253,7 @@ def test_hung_program_watchdog_and_unheard_ctrl_c(tmp_path):
         # output buffer: the loop never yields to let it out. The bytes mpremote sends next
         # queue behind the loop's, on the same input.
         s = socket.create_connection(("127.0.0.1", board.repl_port))
-        s.sendall(b"\r\x03\r\x01")
-        _read_until(s.fileno(), b"raw REPL; CTRL-B to exit\r\n>", bytearray())
+        _raw_repl(s)
         s.sendall(b"while True: pass\x04")
         s.close()
         board.mpremote("exec", "print('x')", check=False, timeout=30)  # Ctrl-C unheard: reset
@@ -318,6 +312,18 @@ def _read_until(fd: int, token: bytes, seen: bytearray, timeout: float = 120) ->
         ready, _, _ = select.select([fd], [], [], 0.5)
         if ready:
             seen += os.read(fd, 65536)
+
+
+def _raw_repl(s: socket.socket) -> None:
+    """The board's raw REPL entered through the socket, once it says so (not after a sleep:
+    a busy machine delays the board, not the test's bytes)."""
+    s.sendall(b"\r\x03\r\x01")
+    _read_until(s.fileno(), b"raw REPL; CTRL-B to exit\r\n>", bytearray())
+
+
+def _resets(board: VirtualBoard) -> int:
+    """Hard resets so far (mpremote soft-resets the board each time it connects)."""
+    return sum(1 for e in board.events if e.get("event") == "reset" and e["kind"] != "soft")
 
 
 def test_an_answer_the_pty_cannot_hold_arrives_whole_and_in_order(ptyboard):
