@@ -80,13 +80,13 @@ def test_host_bytes_arrive_in_uart_read(vb):
     # through pyserial's socket:// URL, as `rmc record --port` opens a real table's line
     line = serial.serial_for_url(vb.uart_url, timeout=5)
     try:
-        time.sleep(0.2)
         line.write(b"ping\n")
-        time.sleep(0.3)
+        # the board waits for the 5 bytes (they cross a socket and a thread to reach it)
         out = exec_out(
             vb,
             "import machine, time\n"
             "u = machine.UART(0, baudrate=115200)\n"
+            "while u.any() < 5:\n    time.sleep_ms(1)\n"
             "buf = bytearray(16)\n"
             "n = u.readinto(buf)\n"
             "print(n, bytes(buf[:n]), u.any(), u.read())\n"
