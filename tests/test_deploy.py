@@ -9,7 +9,6 @@ restarts the board without its watchdog (`nowdt`), and removes `nowdt` when done
 from __future__ import annotations
 
 import subprocess
-import time
 
 from rmc import ROOT
 from rmc.demo.deploy import build
@@ -27,12 +26,12 @@ def test_make_deploy_onto_a_running_table(tmp_path):
     flash = build(tmp_path / "flash")  # the firmware already on the board, running
     with VirtualBoard(flash=flash, speed=1.0) as vb:
         assert vb.wait_event("boot", timeout=30) is not None
-        time.sleep(1.0)
+        assert vb.wait_event("watchdog", timeout=60) is not None  # armed by the firmware
         # stopped by mpremote, its watchdog resets it before 3 s are over
         p = _mpremote_slow(vb)
         assert "survived" not in p.stdout
         assert vb.wait_event("reset", timeout=10, where=lambda e: e["kind"] == "wdt")
-        time.sleep(1.0)
+        assert vb.wait_event("watchdog", timeout=60) is not None  # running again
         port = f"socket://127.0.0.1:{vb.repl_port}"
         p = subprocess.run(
             ["make", "-C", str(ROOT), "deploy", f"PORT={port}"],
@@ -49,6 +48,6 @@ def test_make_deploy_onto_a_running_table(tmp_path):
         vb.skip_events()
         vb.mpremote("exec", "import machine; machine.reset()", check=False, timeout=30)
         assert vb.wait_event("boot", timeout=30) is not None
-        time.sleep(1.0)
+        assert vb.wait_event("watchdog", timeout=60) is not None
         assert "survived" not in _mpremote_slow(vb).stdout
         assert vb.wait_event("reset", timeout=10, where=lambda e: e["kind"] == "wdt")

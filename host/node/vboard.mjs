@@ -14,7 +14,8 @@
 // 256 bytes per 10 ms, several times slower for `mpremote cp`).
 // --speed 0 (default) runs the virtual clock as fast as the firmware goes; X > 0 runs it at
 // X virtual seconds per wall second (1 = real time). On stdout, one JSON line per event:
-// {"event":"ready","repl_port":..,"uart_port":..} first, then boot, power, irq_error, exit.
+// {"event":"ready","repl_port":..,"uart_port":..} first, then boot, power, irq_error, watchdog
+// (armed by the program), exit.
 // With --control, stdin takes JSON lines: {"cmd":"sensors","path":..} or {"cmd":"sensors",
 // "records":[..]} (times from now), {"cmd":"power","event":"cut"|"restore"},
 // {"cmd":"uart","hex":..}, {"cmd":"save"}, {"cmd":"quit"}.

@@ -506,6 +506,8 @@ const bridge = {
     wdtTimeout = Math.max(1, dur(timeoutUs));
     wdtDeadline = now + wdtTimeout;
     Atomics.store(ctrl, WDT_MS, Math.max(1, Math.round(wdtTimeout / 1000)));
+    // said, so that a test can wait for the program to have armed it rather than sleep
+    parentPort.postMessage({ type: "event", event: "watchdog", timeout_ms: wdtTimeout / 1000, t_us: now });
   },
   fd_isdir: (fd) => {
     const st = FS.getStream(fd);
