@@ -7,6 +7,7 @@ style comes from `rich.text.Text` objects built by the caller, never from user t
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -50,3 +51,12 @@ def stdout_broken() -> bool:
     except OSError:
         return True
     return False
+
+
+def unusable(command: str, e: OSError | ValueError, as_json: bool, err: Console) -> int:
+    """Report input that cannot be used (exit 2): a JSON error object too when asked."""
+    msg = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+    if as_json:
+        print(json.dumps({"error": msg, "usable": False}))
+    err.print(Text(f"rmc {command}: {msg}", style="red"))
+    return 2

@@ -46,8 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rmc.commands.check import read_key
     from rmc.console import err_console, fail, out_console
+    from rmc.keys import read_key
     from rmc.outfile import OutputError
     from rmc.record import PortError, record
 

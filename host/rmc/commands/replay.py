@@ -36,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rmc.checker import check_bytes
-    from rmc.commands.check import read_key, unusable
+    from rmc.console import unusable
+    from rmc.keys import read_key
     from rmc.money import fmt
     from rmc.replay import run_core, settle_bets
     from rmc.trace import looks_like_trace, parse_trace
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show(out: dict, con: Console) -> None:
-    from rmc.commands.check import show as show_check
+    from rmc.check_view import show as show_check
 
     c = dict(out["check"])
     c.setdefault("input", "trace")

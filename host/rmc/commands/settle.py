@@ -163,7 +163,7 @@ def print_statement(
 def run_recorded(args: argparse.Namespace) -> int:
     """`rmc settle --trace TRACE | --db URL --table ID --bets BETS.jsonl`: the recorded
     spins settled with the bets of BETS.jsonl (rmc.settle_recorded)."""
-    from rmc.commands.check import read_key
+    from rmc.keys import read_key
     from rmc.served_db import shown_url
     from rmc.settle_recorded import (
         BetLineError,

@@ -80,7 +80,7 @@ def parse_http(text: str) -> tuple[str, int]:
 
 
 def read_key(path: Path) -> bytes:
-    from rmc.commands.check import read_key as read
+    from rmc.keys import read_key as read
 
     try:
         key = read(str(path))
