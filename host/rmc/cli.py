@@ -26,6 +26,7 @@ COMMANDS: list[str] = [
     "rmc.commands.table",
     "rmc.commands.sim",
     "rmc.commands.rnvp",
+    "rmc.commands.stats",
     "rmc.commands.vboard",
     "rmc.commands.rig",
     "rmc.commands.demo",

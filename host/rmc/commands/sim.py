@@ -9,7 +9,14 @@ from pathlib import Path
 from rich import box
 from rich.table import Table
 
-from rmc.sim import SCENARIOS, ScenarioSpec, Session, simulate_session, write_laps_csv
+from rmc.sim import (
+    SCENARIOS,
+    Params,
+    ScenarioSpec,
+    Session,
+    simulate_session,
+    write_laps_csv,
+)
 
 EXIT_BAD_INPUT = 2
 
@@ -41,6 +48,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=float,
         metavar="S",
         help="add an 'rnvp_asked' truth record S seconds before each true drop",
+    )
+    p.add_argument(
+        "--sticky",
+        metavar="POCKET@S",
+        help="a biased wheel: POCKET holds the ball more often (probability S, 0-1, that the "
+        "ball's last hops take it there: 1/39 becomes (1-S)/39+S)",
+    )
+    p.add_argument(
+        "--low-sector",
+        metavar="POCKET@S",
+        help="a biased wheel: the rotor out of level, its low side the 5 pockets centred on "
+        "POCKET (probability S that the ball's last hops carry it into them)",
     )
     p.add_argument("--quiet", action="store_true", help="no summary table")
     p.set_defaults(func=run)
@@ -93,6 +112,30 @@ def figures_line(s: Session) -> str:
     )
 
 
+def _bias(option: str, text: str) -> tuple[str, float]:
+    """'17@0.2' -> ('17', 0.2); ValueError with the option's name."""
+    label, at, strength = text.partition("@")
+    try:
+        s = float(strength) if at else float("nan")
+    except ValueError:
+        s = float("nan")
+    if not label or not 0 <= s <= 1:
+        raise ValueError(f"{option} {text!r}: give POCKET@S, S a probability from 0 to 1")
+    return label, s
+
+
+def _bias_params(sticky: str | None, low: str | None) -> Params | None:
+    """The physics with the biases asked for (None: the default, fair wheel)."""
+    if sticky is None and low is None:
+        return None
+    changes: dict[str, object] = {}
+    if sticky is not None:
+        changes["sticky_pocket"], changes["sticky_strength"] = _bias("--sticky", sticky)
+    if low is not None:
+        changes["low_sector"], changes["low_sector_strength"] = _bias("--low-sector", low)
+    return Params().with_(**changes)
+
+
 def run(args: argparse.Namespace) -> int:
     from rmc.console import err_console, fail, out_console
     from rmc.outfile import OutputError, check, replacing
@@ -110,9 +153,15 @@ def run(args: argparse.Namespace) -> int:
             if path:
                 check(path)
         specs = [ScenarioSpec.parse(x) for x in args.scenario]
+        params = _bias_params(args.sticky, args.low_sector)
         with err.status("simulating…"):
             s = simulate_session(
-                args.seed, args.spins, scenarios=specs, table=args.table, rnvp_lead_s=args.rnvp_lead
+                args.seed,
+                args.spins,
+                scenarios=specs,
+                params=params,
+                table=args.table,
+                rnvp_lead_s=args.rnvp_lead,
             )
     except OutputError as e:
         return fail("sim", str(e))

@@ -72,6 +72,18 @@ class Params:
     drift_pull: float = 0.05
     # Integration step of the track model (s).
     dt_s: float = 0.004
+    # A biased wheel (issue 24), applied at the ball's resting pocket; strength 0 is a fair
+    # wheel, and then nothing is drawn: the seed streams stay as they were. A sticky pocket
+    # (a loose fret, a worn pocket) holds the ball more often: with probability
+    # `sticky_strength` the ball's last hops take it into `sticky_pocket`. A rotor out of
+    # level: with probability `low_sector_strength` they carry it down into the low sector,
+    # `low_sector_width` pockets centred on `low_sector`, any of them alike. On a fair
+    # physics the pocket then comes out (1 − s)/39 + s, a sector pocket (1 − s)/39 + s/width.
+    sticky_pocket: str | None = None
+    sticky_strength: float = 0.0
+    low_sector: str | None = None
+    low_sector_width: int = 5
+    low_sector_strength: float = 0.0
 
     def __post_init__(self) -> None:
         checks = {
@@ -86,10 +98,33 @@ class Params:
             "deflector_hit_prob": 0 <= self.deflector_hit_prob <= 1,
             "fret_decel": self.fret_decel > 0,
             "dt_s": 0 < self.dt_s <= 0.02,
+            "sticky_strength": 0 <= self.sticky_strength <= 1
+            and (self.sticky_pocket is not None or not self.sticky_strength),
+            "low_sector_strength": 0 <= self.low_sector_strength <= 1
+            and self.sticky_strength + self.low_sector_strength <= 1
+            and (self.low_sector is not None or not self.low_sector_strength),
+            "low_sector_width": 1 <= self.low_sector_width <= 19,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ValueError(f"bad simulator parameters: {', '.join(bad)}")
+
+    @property
+    def biased(self) -> bool:
+        return bool(self.sticky_strength or self.low_sector_strength)
+
+    def bias(self) -> dict[str, object]:
+        """The bias as a trace header records it (empty for a fair wheel)."""
+        out: dict[str, object] = {}
+        if self.sticky_strength:
+            out["sticky"] = {"pocket": self.sticky_pocket, "strength": self.sticky_strength}
+        if self.low_sector_strength:
+            out["low_sector"] = {
+                "pocket": self.low_sector,
+                "width": self.low_sector_width,
+                "strength": self.low_sector_strength,
+            }
+        return out
 
     def with_(self, **changes: object) -> Params:
         return replace(self, **changes)  # type: ignore[arg-type]

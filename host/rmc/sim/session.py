@@ -22,6 +22,8 @@ from rmc.framegen import SHORT_SESSION
 from rmc.sim.physics import (
     TWO_PI,
     Drift,
+    Hop,
+    Landing,
     Params,
     SpinSetup,
     Track,
@@ -220,6 +222,7 @@ class Session:
             "source": "sim",
             "seed": self.seed,
             "scenario": self.scenario_names(),
+            **({"bias": self.params.bias()} if self.params.biased else {}),
         }
         recs: list[tuple[int, int, dict[str, Any]]] = []
         # Ties: power first (the cut comes before what the board would see), then sensors,
@@ -455,6 +458,8 @@ def _simulate_spin(
     entry = _pocket_at(b, landing.theta_entry, t_entry)
     entry_ch = round(entry) % wheel.n_pockets
     chans = [(entry_ch + h.offset) % wheel.n_pockets for h in landing.hops]
+    if p.biased:
+        _bias_rest(b, n, landing, chans)
     final = chans[-1]
     impact = _pocket_at(b, landing.theta_deflector, t_defl)
     rec.scatter = round((entry - impact) * landing.rel_dir) + landing.scatter
@@ -508,6 +513,40 @@ def _simulate_spin(
         rest_fields["void"] = rec.void
     b.say(t_rest, n, "rest", **rest_fields)
     return t_pick, rotor_dir, final if rec.void is None else None, False
+
+
+def _bias_rest(b: _Builder, n: int, landing: Landing, chans: list[int]) -> None:
+    """A biased wheel (Params.sticky_*, low_sector_*): with its probability, the ball's
+    last hops take it on, the shorter way round, into the favoured pocket. Its own random
+    stream: a fair wheel's spins draw nothing here."""
+    p, wheel = b.params, b.wheel
+    rng = b.rng(n, 2)
+    u = float(rng.random())
+    if u < p.sticky_strength:
+        target = wheel.channel_of(str(p.sticky_pocket))
+    elif u < p.sticky_strength + p.low_sector_strength:
+        first = wheel.channel_of(str(p.low_sector)) - p.low_sector_width // 2
+        target = (first + int(rng.integers(0, p.low_sector_width))) % wheel.n_pockets
+    else:
+        return
+    k = wheel.n_pockets
+    way = (target - chans[-1]) % k
+    step = 1 if way <= k // 2 else -1
+    left = way if step > 0 else k - way
+    last = landing.hops[-1]
+    t = last.t_in + float(rng.uniform(0.03, 0.09))
+    landing.hops[-1] = Hop(last.offset, last.t_in, t)
+    offset = last.offset
+    while left > 0:
+        hop = min(left, int(rng.integers(1, 4)))
+        left -= hop
+        offset += step * hop
+        t += float(rng.uniform(0.10, 0.22)) * math.sqrt(hop)
+        stay = None if left == 0 else t + float(rng.uniform(0.03, 0.09))
+        landing.hops.append(Hop(offset, t, stay))
+        chans.append((chans[0] + offset - landing.hops[0].offset) % k)
+        if stay is not None:
+            t = stay
 
 
 def _object_incident(
@@ -655,6 +694,9 @@ def simulate_session(
     tamper = has_table_scenario(scen_list, "tamper")
     p = params or Params()
     w = wheel or load_wheel()
+    for label, on in ((p.sticky_pocket, p.sticky_strength), (p.low_sector, p.low_sector_strength)):
+        if on:
+            w.channel_of(str(label))  # a bias names a pocket of this wheel: ValueError
     tm = timing or Timing()
     if rnvp_lead_s is not None and not 0 <= rnvp_lead_s < 30:
         raise ValueError(f"rnvp_lead_s must be between 0 and 30 s, not {rnvp_lead_s!r}")
