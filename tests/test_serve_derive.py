@@ -223,3 +223,58 @@ def test_each_finding_has_the_frame_that_made_it():
         f = by_key[(r.boot, r.seq)]
         assert f.type == proto.T_RESULT and r.rx_us == 1000 + f.seq
         assert (str(r.spin), r.result) == (f.fields["spin"], f.fields["num"])
+
+
+class _Loaded:
+    """A wheel whose every result is the same pocket: the integrity monitor must see it."""
+
+    def choice(self, numbers):
+        return "17"
+
+
+def _session_lines(spins: int, loaded: bool) -> list[bytes]:
+    enc = Encoder(TABLE, 1, None)
+    lines: list[bytes] = []
+    ms = [0]
+
+    def emit(ftype: str, fields: tuple) -> None:
+        ms[0] += 250
+        lines.append(bytes(enc.frame(ftype, fields, ms=ms[0])))
+
+    t = ScriptedTable(emit, seed=5, revs=6, status_every=0)
+    if loaded:
+        t.rng = _Loaded()
+    t.boot()
+    t.session(spins)
+    return lines
+
+
+def _integrity(events) -> list:
+    return [e for e in events if e.kind == "integrity"]
+
+
+def test_a_loaded_wheel_raises_an_integrity_alarm_once_across_a_restart():
+    fs = frames(_session_lines(150, loaded=True))
+    whole = Deriver(TABLE)
+    for f in fs:
+        whole.add(f, 0)
+    alarms = _integrity(whole.advance(None).events)
+    assert alarms, "no alarm from a wheel that gives 17 every time"
+    assert "17" in alarms[0].data["detector"]
+    assert alarms[0].data["results"] < 150
+    # restarted after the first alarm was stored: the same alarms, none written twice
+    done = {"integrity": 1, **{kind: 0 for _, kind in _LISTS}}
+    again = Deriver(TABLE, done)
+    for f in fs:
+        again.add(f, 0)
+    later = _integrity(again.advance(None).events)
+    assert [e.n for e in later] == [e.n for e in alarms[1:]]
+    assert [e.data for e in later] == [e.data for e in alarms[1:]]
+
+
+def test_a_fair_session_raises_no_integrity_alarm():
+    d = Deriver(TABLE)
+    for f in frames(_session_lines(150, loaded=False)):
+        d.add(f, 0)
+    out = d.advance(None)
+    assert len(out.results) == 150 and not _integrity(out.events)

@@ -9,6 +9,10 @@ per finding, numbered within its kind, and the result and session rows the API r
 The rows are numbered by the order the rules find them, which depends only on the frames in
 (boot, seq) order. After a restart the deriver is fed the stored frames again and gives the
 same numbers, so `done` (the events stored already, per kind) tells what not to write twice.
+
+Each valid result also feeds the table's wheel-integrity monitor (`rmc.stats.Monitor`, a bank
+of CUSUMs with 1 % false alarms per 10,000 spins): an alarm is an `integrity` event, numbered
+like the others (the monitor sees the same results in the same order after a restart).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from rmc.checker import Report, _Rules
 from rmc.frames import Frame, FrameError
 from rmc.serve.store import EventRow, ResultRow, SessionClose, SessionOpen
+from rmc.stats.monitor import Monitor
 from rmcfw import proto
 
 # Report lists -> event kinds
@@ -39,6 +44,8 @@ _FRAME_KINDS = {
     proto.T_LAST_THREE: "last3",
     proto.T_INCIDENT: "incident",
 }
+INTEGRITY = "integrity"  # the wheel-integrity monitor's alarms
+
 # frames that end a run of frames fed to the rules together (Deriver): the only ones whose
 # findings carry no (boot, seq) (RES: results and rejected results; VOID: voids), and those
 # on record as events of their own
@@ -77,6 +84,8 @@ class Deriver:
         self.done = dict(done or {})  # kind -> events stored already
         self._seen = {kind: 0 for _, kind in _LISTS}
         self._seen.update({kind: 0 for kind in _FRAME_KINDS.values()})
+        self._seen[INTEGRITY] = 0
+        self.monitor = Monitor()
         self._held: dict[tuple[int, int], tuple[Frame, int]] = {}
         self.fed: tuple[int, int] = (-1, -1)  # the last frame applied
         self.session: int | None = None  # the open session's number (None: none known)
@@ -167,7 +176,30 @@ class Deriver:
                     out.events.append(EventRow(self.table, kind, i, boot, seq, dict(item)))
                     if kind in ("result", "rejected"):
                         out.results.append(self._result(f, rx_us, valid=kind == "result"))
+                if kind == "result":
+                    self._watch(item, f, out)
             self._seen[kind] = len(items)
+
+    def _watch(self, item: dict, f: Frame, out: Derived) -> None:
+        """A valid result to the integrity monitor; its alarm, if any, as an event."""
+        try:
+            alarm = self.monitor.feed(str(item.get("result", "")))
+        except (KeyError, ValueError):
+            return  # not a pocket of this wheel: the rules have said so already
+        if alarm is None:
+            return
+        n = self._seen[INTEGRITY]
+        self._seen[INTEGRITY] = n + 1
+        if self._new(INTEGRITY, n):
+            data = {
+                "results": alarm.spin,
+                "detector": alarm.detector,
+                "statistic": round(alarm.statistic, 3),
+                "threshold": round(alarm.threshold, 3),
+                "false_alarm": "1 % per 10,000 spins",
+            }
+            boot, seq = item.get("boot", f.boot), item.get("seq", f.seq)
+            out.events.append(EventRow(self.table, INTEGRITY, n, boot, seq, data))
 
     def _new(self, kind: str, n: int) -> bool:
         return n >= self.done.get(kind, 0)

@@ -13,9 +13,27 @@ tests), `monitor` (CUSUM bank), `power` (spins needed), `sources` (traces, the d
 
 from __future__ import annotations
 
-from rmc.stats.monitor import Alarm, Design, Monitor
-from rmc.stats.report import ALPHA, analyse, analyse_groups
-from rmc.stats.wheel_order import WheelOrder, default_order
+import importlib
+
+# Imported when first asked for: the table service needs only the monitor (numpy), not the
+# tests' scipy, which takes a second to import.
+_WHERE = {
+    "ALPHA": "report",
+    "Alarm": "monitor",
+    "Design": "monitor",
+    "Monitor": "monitor",
+    "WheelOrder": "wheel_order",
+    "analyse": "report",
+    "analyse_groups": "report",
+    "default_order": "wheel_order",
+}
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module 'rmc.stats' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"rmc.stats.{_WHERE[name]}"), name)
+
 
 __all__ = [
     "ALPHA",
