@@ -10,21 +10,24 @@ NODE_DIR := host/node
 PY_STAMP   := $(VENV)/.rmc-installed
 NODE_STAMP := $(NODE_DIR)/node_modules/.rmc-installed
 PG_STAMP   := $(VENV)/.rmc-postgresql
+MQ_STAMP   := $(VENV)/.rmc-mosquitto
+CHROMIUM_STAMP := $(VENV)/.rmc-chromium
 PORT ?=
 LINT_PATHS := firmware host/rmc tests
 
-.PHONY: setup test test-float32 lint format bench demo deploy repl run hil clean help
+.PHONY: setup test test-slow test-float32 lint format bench demo deploy repl run hil clean help
 
 help:
 	@echo "make demo    set up, then play a whole simulated table session"
 	@echo "make test    set up, then run every test (CPython and MicroPython)"
+	@echo "make test-slow  the tests that take minutes each (the emulated RP2040's spins)"
 	@echo "make bench   benchmarks, printed as figures"
 	@echo "make test-float32 MPY_SRC=...  firmware tests under single-precision MicroPython"
 	@echo "make lint    ruff lint and format check;  make format  reformat"
 	@echo "make deploy PORT=...  compile the firmware with mpy-cross and copy it with mpremote"
 	@echo "make nowdt PORT=...   restart the board without its watchdog (REPL work); make wdt: with"
 
-setup: $(PY_STAMP) $(NODE_STAMP) $(PG_STAMP)
+setup: $(PY_STAMP) $(NODE_STAMP) $(PG_STAMP) $(MQ_STAMP) $(CHROMIUM_STAMP)
 
 $(PY_STAMP): host/requirements.txt host/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -47,6 +50,25 @@ $(PG_STAMP): | $(PY_STAMP)
 	  echo "PostgreSQL could not be installed: its tests will skip (rm $@ to try again)"
 	touch $@
 
+# Chromium and its WebDriver for the web pages' tests (tests/test_serve_pages.py, Selenium):
+# Debian's packages when no chromium or no chromedriver is found. Where they cannot be
+# installed, those tests skip and say why.
+$(CHROMIUM_STAMP): | $(PY_STAMP)
+	{ command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; } && \
+	  command -v chromedriver >/dev/null 2>&1 || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } || \
+	  echo "Chromium could not be installed: the pages' browser tests will skip (rm $@ to try again)"
+	touch $@
+
+# Mosquitto for the MQTT tests, which run a broker of their own on a free loopback port
+# (tests/mqtt_support.py), never the system's service. Where it cannot be installed, those
+# tests skip and say why.
+$(MQ_STAMP): | $(PY_STAMP)
+	command -v mosquitto >/dev/null 2>&1 || test -x /usr/sbin/mosquitto || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mosquitto; } || \
+	  echo "Mosquitto could not be installed: its tests will skip (rm $@ to try again)"
+	touch $@
+
 lint: $(PY_STAMP)
 	$(BIN)/ruff check --config host/pyproject.toml $(LINT_PATHS)
 	$(BIN)/ruff format --check --config host/pyproject.toml $(LINT_PATHS)
@@ -62,7 +84,12 @@ format: $(PY_STAMP)
 # firmware modules, the service's tests on the virtual board).
 TEST_WORKERS ?= 3
 test: setup lint
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadscope -m "not slow" tests
+
+# The cases that take minutes each (the emulated RP2040 plays whole spins at a fifth of real
+# time); `make test` runs a short one of each kind.
+test-slow: setup
+	$(BIN)/python -m pytest -q -m slow tests
 
 bench: setup
 	@for f in tests/bench/bench_*.py; do $(BIN)/python $$f || exit 1; done

@@ -17,6 +17,9 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "hil: needs a table board on the rig (--rig, --hil-port)")
+    config.addinivalue_line(
+        "markers", "slow: minutes of wall time, left to `make test-slow` (the emulated RP2040)"
+    )
 
 
 def pytest_collection_modifyitems(config, items):

@@ -56,10 +56,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--flash", metavar="DIR", type=Path, help="folder keeping the flash image")
     p.add_argument("--pins", metavar="PINS.json", type=Path, help="pin map (default: Pico)")
     p.add_argument("--pty", action="store_true", help="also serve the REPL on a pseudo-terminal")
+    p.add_argument(
+        "--pico",
+        action="store_true",
+        help="an emulated RP2040 (rp2040js) running MicroPython's own RP2040 build instead "
+        "(docs/vpico.md); the emulated chip's own clock, --speed and --pty do not apply",
+    )
+    p.add_argument(
+        "--image",
+        metavar="FS.img",
+        type=Path,
+        help="with --pico: the flash file system's LittleFS image, kept between runs "
+        "(created with the firmware, as make deploy puts it, when missing)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.pico or args.image is not None:
+        from rmc.commands.vpico import run_pico
+
+        return run_pico(args)
     if args.sensors is not None and not args.sensors.is_file():
         print(f"rmc vboard: no trace file {args.sensors}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -84,6 +101,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"UART  {vb.uart_url}   (rmc record --port {vb.uart_url})", flush=True)
     if vb.repl_pty:
         print(f"PTY   {vb.repl_pty}   (mpremote connect {vb.repl_pty} ...)", flush=True)
+    return serve_until_stopped(vb)
+
+
+def serve_until_stopped(vb: VirtualBoard) -> int:
+    """Print the board's events until Ctrl-C or SIGTERM, then stop it."""
     # Stop cleanly on SIGTERM and on SIGINT even when started in the background (SIGINT
     # ignored): vb.stop() saves the flash and ends the node process.
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
