@@ -108,6 +108,14 @@ class TestSession:
                 assert {c["cmd"] for c in cmds} >= {"OPEN", "LAST3", "CLOSE"}
                 assert all(c["by"] == "marie" and c["answered_us"] for c in cmds)
                 assert all(c["ok"] for c in cmds if c["cmd"] in ("OPEN", "LAST3"))
+                # the table's own record of its last games: its RECALL frame comes before the
+                # ACK, and is the answer
+                recalled = chef.command(TABLE, "recall", {"n": 10})
+                assert recalled.get("ok") is True, repr(sorted(recalled.items()))
+                games = [g.split(":") for g in recalled["games"].split(";")]
+                assert [(int(s), n) for s, n in games][-len(results) :] == [
+                    (r["spin"], r["result"]) for r in reversed(results)
+                ]
                 # a display reads but may not command; a wrong token is refused
                 display = served.client("display")
                 assert display.results(TABLE, 1)

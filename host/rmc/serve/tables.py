@@ -239,6 +239,9 @@ class TableRunner:
         self._heard = time.monotonic()  # the last line received
         self._waiting: dict[int, Order] = {}  # cseq -> order awaiting its ACK
         self._recall: Order | None = None  # a RECALL answered, its frame still to come
+        # The table sends the RECALL frame before its ACK (the handler emits it, the ACK goes
+        # after): the last one heard, and when, for the ACK that follows it.
+        self._recalled: tuple[float, dict[str, str]] | None = None
         self._published: dict[str, Any] = {}  # the table's state as last published
         # the rules applied up to the first frame still missing (the backlog's own gaps)
         self._derive(self.deriver.advance(self.link.first_missing()), publish=False)
@@ -306,10 +309,13 @@ class TableRunner:
         text = ("~" if f.resent else "") + f.line.decode("ascii", "replace")
         b.frames.append(FrameRow(self.spec.id, f.boot, f.seq, f.ms, f.type, text, rx, f.resent))
         self.deriver.add(f, rx)
-        if f.type == proto.T_RECALL and self._recall is not None:
-            order, self._recall = self._recall, None
-            order.recall = _fields(f)
-            order.done.set()
+        if f.type == proto.T_RECALL:
+            if self._recall is not None:
+                order, self._recall = self._recall, None
+                order.recall = _fields(f)
+                order.done.set()
+            else:
+                self._recalled = (time.monotonic(), _fields(f))
 
     def _answer(self, f: Frame, rx: int) -> None:
         fl = _fields(f)
@@ -334,7 +340,12 @@ class TableRunner:
             return
         order.answer = {"ok": ok, "detail": detail, "answer": line}
         if order.cmd == proto.C_RECALL and ok:
-            self._recall = order  # done when its RECALL frame comes
+            heard, self._recalled = self._recalled, None
+            if heard is not None and heard[0] >= order.sent:
+                order.recall = heard[1]  # its frame came first, as the firmware sends it
+                order.done.set()
+            else:
+                self._recall = order  # done when its RECALL frame comes
         else:
             order.done.set()
 
