@@ -24,6 +24,7 @@ COMMANDS: list[str] = [
     "rmc.commands.replay",
     "rmc.commands.serve",
     "rmc.commands.table",
+    "rmc.commands.subscribe",
     "rmc.commands.sim",
     "rmc.commands.rnvp",
     "rmc.commands.stats",

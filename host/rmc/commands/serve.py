@@ -1,7 +1,9 @@
 """`rmc serve`: run live tables: every frame into a database, operator commands, an HTTP API.
 
   rmc serve [--config FILE.toml] [--table ID=URL ...] [--db URL] [--http HOST:PORT]
-            [--key-file ID=FILE ...]
+            [--key-file ID=FILE ...] [--mqtt mqtt://HOST:PORT [--mqtt-prefix PREFIX]]
+            [--lease NAME]
+  rmc serve --replay TRACE [--speed X] [--config FILE.toml] [--db URL] [--http HOST:PORT]
 
 One process connects to every table it is given (serial devices, `socket://` URLs such as the
 virtual board's UART), checks every frame with the table's key, asks again for every gap, and
@@ -10,8 +12,21 @@ database is a SQLite file under var/ by default, or PostgreSQL by URL
 (postgresql://user@host:port/db). The HTTP API listens on 127.0.0.1:8019 by default; with
 port 0 the system picks one. The first line printed says where it listens. Operators and
 their tokens come from the configuration file (docs/serve.md).
+The same address serves three web pages a table: /display/ID (the players' results,
+no login), /console/ID and /engineer/ID (an operator's token); docs/pages.md.
+--mqtt publishes every frame as received and what the rules find on an MQTT broker, from the
+database (QoS 1: a broker away, or the service killed, loses nothing); `rmc subscribe`
+verifies them (docs/mqtt.md).
+--lease NAME shares the database with other services: each table is served by the one that
+holds its lease, and taken over within seconds when that one dies (docs/serve.md).
 Ctrl-C or SIGTERM stops it after the rows received are written. Exit 2 on a configuration,
 database or address it cannot use, with a one-line reason.
+
+--replay TRACE plays a recorded trace (rmc record, rmc export, rmc demo) as the one table,
+paced as it was received (--speed X: X times faster; 0: at once): the pages and the API show
+it as it happened. Its database is a fresh temporary one unless --db is given; the
+configuration file gives the operators (and the address), not its tables, its database nor
+its MQTT broker.
 """
 
 from __future__ import annotations
@@ -37,6 +52,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--key-file", action="append", default=[], metavar="ID=FILE", help="a table's HMAC key"
     )
+    p.add_argument("--mqtt", metavar="URL", help="publish on this MQTT broker (docs/mqtt.md)")
+    p.add_argument("--mqtt-prefix", metavar="PREFIX", help="its topics' prefix (default rmc)")
+    p.add_argument(
+        "--lease", metavar="NAME", help="share the database: serve the tables it leases (NAME)"
+    )
+    p.add_argument("--replay", metavar="TRACE", help="play a recorded trace as the one table")
+    p.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="--replay's pace: X times the recorded one (0: at once; default 1)",
+    )
     p.set_defaults(func=run)
 
 
@@ -49,14 +77,27 @@ def _pair(text: str, what: str) -> tuple[str, str]:
     return name, value
 
 
-def build_config(args: argparse.Namespace):
+def build_config(args: argparse.Namespace, feed=None, replay_db: str | None = None):
+    """The configuration: the file, then the options. With a replay `feed`, its table alone,
+    on `replay_db` unless --db is given."""
     from rmc.serve import config as sc
 
     cfg = sc.load(Path(args.config) if args.config else None)
+    if feed is not None:
+        if args.table:
+            raise sc.ConfigError("--replay serves the trace's table alone: no --table with it")
+        cfg.tables = [sc.table_spec(feed.table, feed.url)]
+        cfg.db = replay_db or cfg.db
+        # a night replayed is not published again as live on the pit's broker (--mqtt may)
+        if hasattr(cfg, "mqtt"):
+            cfg.mqtt = None
     if args.db:
         cfg.db = args.db
     if args.http:
         cfg.http = args.http
+    cfg.mqtt = args.mqtt or cfg.mqtt
+    cfg.mqtt_prefix = args.mqtt_prefix or cfg.mqtt_prefix
+    cfg.lease = getattr(args, "lease", None) or cfg.lease
     for text in args.table:
         tid, url = _pair(text, "--table")
         known = [t for t in cfg.tables if t.id == tid]
@@ -77,21 +118,42 @@ def build_config(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
     from rmc.console import fail
     from rmc.serve.config import ConfigError
     from rmc.serve.store import StoreError
 
+    feed = None
+    folder = None
     try:
-        cfg = build_config(args)
-        host, port = cfg.host_port
-    except ConfigError as e:
-        return fail("serve", str(e))
-    try:
-        return _serve(cfg, host, port)
-    except StoreError as e:
-        return fail("serve", f"database: {e}")
-    except OSError as e:
-        return fail("serve", f"cannot listen on {host}:{port}: {e.strerror or e}")
+        if getattr(args, "replay", None):
+            from rmc.serve.tracefeed import ReplayError, TraceFeed
+
+            try:
+                feed = TraceFeed.open(args.replay, args.speed)
+            except ReplayError as e:
+                return fail("serve", str(e))
+            if not args.db:
+                folder = tempfile.mkdtemp(prefix="rmc-replay-")
+        db = f"sqlite:///{Path(folder) / 'replay.db'}" if folder else None
+        try:
+            cfg = build_config(args, feed, db)
+            host, port = cfg.host_port
+        except ConfigError as e:
+            return fail("serve", str(e))
+        try:
+            return _serve(cfg, host, port, feed)
+        except StoreError as e:
+            return fail("serve", f"database: {e}")
+        except OSError as e:
+            return fail("serve", f"cannot listen on {host}:{port}: {e.strerror or e}")
+    finally:
+        if feed is not None:
+            feed.stop()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 class _Stopped(Exception):
@@ -102,7 +164,7 @@ def _stop(sig, frame) -> None:
     raise _Stopped
 
 
-def _serve(cfg, host: str, port: int) -> int:
+def _serve(cfg, host: str, port: int, feed=None) -> int:
     import signal
     import socket
 
@@ -125,6 +187,8 @@ def _serve(cfg, host: str, port: int) -> int:
     signal.signal(signal.SIGTERM, _stop)
     service = Service(cfg)
     try:
+        if feed is not None:
+            feed.start()
         service.start()
         bound = sock.getsockname()[1]
         where = f"[{host}]" if family == socket.AF_INET6 else host
@@ -133,6 +197,21 @@ def _serve(cfg, host: str, port: int) -> int:
             f"listening on http://{where}:{bound}",
             flush=True,
         )
+        if not _loopback(host):
+            from rmc.console import err_console
+
+            err_console().print(
+                f"rmc serve: listening on {host} in plain HTTP: the operators' tokens cross "
+                "the network in clear (put a TLS proxy in front); the display pages need none "
+                "(docs/pages.md)"
+            )
+        if feed is not None:
+            print(
+                f"rmc serve: replaying {len(feed.lines)} frame(s) of table {feed.table} from "
+                f"{cfg.tables[0].url} at speed {feed.speed:g}; display: "
+                f"http://{where}:{bound}/display/{feed.table}",
+                flush=True,
+            )
         # live event streams never end by themselves: they are cut after 2 s at shutdown
         config = uvicorn.Config(
             create_app(service), log_level="warning", access_log=False, timeout_graceful_shutdown=2
@@ -145,6 +224,17 @@ def _serve(cfg, host: str, port: int) -> int:
         sock.close()
     sys.stdout.flush()
     return 0
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may be reached from elsewhere
 
 
 def _server_class():

@@ -13,13 +13,15 @@ import asyncio
 import datetime as dt
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, HTTPException, Query, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from starlette.staticfiles import StaticFiles
 
 from rmc import __version__
-from rmc.serve import orders
+from rmc.serve import orders, pages
 from rmc.serve.config import Operator
 from rmc.serve.service import Service, UnknownTable
 from rmc.serve.store import StoreError
@@ -252,6 +254,7 @@ def create_app(service: Service) -> FastAPI:
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
+    _pages(app, service, table_or_404, store)
     return app
 
 
@@ -261,3 +264,168 @@ def _deep_times(value: Any) -> Any:
     if isinstance(value, list):
         return [_deep_times(v) for v in value]
     return value
+
+
+# --- the web pages (docs/pages.md) and what they read beyond the routes above ---------------
+
+# the pages load nothing but their own files, and are never framed (a console in a frame
+# could be clicked through)
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
+FRAME_POLL_S = 0.3  # the engineer's stream reads the frames stored this often...
+FRAME_OVERLAP_US = 3_000_000  # ... again over this much before the newest one it has seen
+# (a row is committed a tick or more after its reception; frames seen already are skipped)
+
+
+def _stream(
+    service: Service,
+    pick: Callable[[dict[str, Any]], dict[str, Any] | None],
+    producer: Callable[[asyncio.Queue], Awaitable[None]] | None = None,
+) -> StreamingResponse:
+    """A Server-Sent Events stream of the bus's events that `pick` keeps (as it returns
+    them), and of what `producer` puts in the queue. A client that falls SSE_QUEUE events
+    behind is cut off: it reconnects and reads what it missed from the API."""
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    def listener(ev: dict[str, Any]) -> bool:
+        out = pick(ev)
+        if out is None:
+            return True
+        if inbox.qsize() >= SSE_QUEUE:
+            loop.call_soon_threadsafe(inbox.put_nowait, None)  # the end of this stream
+            return False
+        loop.call_soon_threadsafe(inbox.put_nowait, out)
+        return True
+
+    key = service.bus.subscribe(listener)
+
+    async def stream():
+        task = asyncio.create_task(producer(inbox)) if producer is not None else None
+        try:
+            yield ": rmc serve events\n\n"
+            while True:
+                try:
+                    ev = await asyncio.wait_for(inbox.get(), SSE_PING_S)
+                except TimeoutError:
+                    yield ": ping\n\n"
+                    continue
+                if ev is None:
+                    return
+                data = json.dumps(_times(ev), separators=(",", ":"))
+                yield f"id: {ev.get('id', '')}\nevent: {ev.get('type', 'event')}\ndata: {data}\n\n"
+        finally:
+            service.bus.unsubscribe(key)
+            if task is not None:
+                task.cancel()
+
+    headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+
+def _read_frames(store: Any, table: str, since_us: int) -> list[Any]:
+    return list(store.frames(table, since_us))
+
+
+def _pages(app: FastAPI, service: Service, table_or_404: Callable, store: Callable) -> None:
+    """The pages, their files, and the routes they read besides the API's own: the
+    display's (public: what a results board shows anyway), the engineer's and the
+    console's (with a token, as every other route)."""
+    app.mount("/static", StaticFiles(directory=pages.WEB_DIR), name="static")
+
+    def page(name: str) -> FileResponse:
+        return FileResponse(pages.WEB_DIR / name, media_type="text/html", headers=PAGE_HEADERS)
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return page("index.html")
+
+    def page_route(kind: str, file: str) -> None:
+        def handler(table: str) -> FileResponse:
+            table_or_404(table)
+            return page(file)
+
+        app.get(f"/{kind}/{{table}}", include_in_schema=False)(handler)
+
+    for kind, file in pages.PAGES.items():
+        page_route(kind, file)
+
+    @app.get("/api/whoami", summary="the operator a token belongs to: name and role")
+    def whoami(op: Op) -> dict[str, Any]:
+        return {"name": op.name, "role": op.role}
+
+    @app.get("/api/display", summary="the tables a display may show (no token)")
+    def display_tables() -> dict[str, Any]:
+        return {"tables": list(service.runners)}
+
+    @app.get("/api/display/{table}", summary="what a results display shows (no token)")
+    def display(
+        table: str, last: Annotated[int, Query(ge=1, le=100)] = pages.MARQUEE
+    ) -> dict[str, Any]:
+        table_or_404(table)
+        store()
+        snap = pages.display_snapshot(service, table, last)
+        snap["results"] = [_times(r) for r in snap["results"]]
+        return snap
+
+    @app.get("/api/display/{table}/events", summary="a display's live events (no token)")
+    async def display_events(table: str) -> StreamingResponse:
+        table_or_404(table)
+        return _stream(service, lambda ev: pages.public_event(ev, table))
+
+    @app.get("/api/wheel", summary="the wheel's pockets in channel order, with their colours")
+    def wheel() -> dict[str, Any]:
+        return pages.wheel()
+
+    @app.get("/api/tables/{table}/live", summary="the engineer's view: spin, link, log tail")
+    def live(table: str, op: Op) -> dict[str, Any]:
+        table_or_404(table)
+        store()
+        return _deep_times(pages.live_snapshot(service, table))
+
+    @app.get("/api/tables/{table}/thresholds", summary="thresholds: default, range, last set")
+    def thresholds(table: str, op: Op) -> dict[str, Any]:
+        table_or_404(table)
+        return {"thresholds": pages.thresholds(store(), table)}
+
+    @app.get(
+        "/api/tables/{table}/live/events",
+        summary="the table's live events and every frame stored (Server-Sent Events)",
+    )
+    async def live_events(table: str, op: Op) -> StreamingResponse:
+        table_or_404(table)
+
+        def pick(ev: dict[str, Any]) -> dict[str, Any] | None:
+            return ev if ev.get("table") in (None, table) else None
+
+        async def frames(inbox: asyncio.Queue) -> None:
+            """The frames as the store receives them (the bus does not carry frames)."""
+            since = time.time_ns() // 1000 - FRAME_OVERLAP_US
+            seen: dict[tuple[int, int], int] = {}
+            while True:
+                st = service.store
+                if st is not None:
+                    lo = since
+                    try:
+                        rows = await asyncio.to_thread(_read_frames, st, table, lo)
+                    except StoreError:
+                        rows = []  # the database is down: the writer's health says so
+                    for r in rows:
+                        if (r.boot, r.seq) in seen:
+                            continue
+                        seen[(r.boot, r.seq)] = r.rx_us
+                        ev = pages.frame_event(r)
+                        inbox.put_nowait(
+                            {"id": f"f{r.boot}.{r.seq}", "type": "frame", "table": table, **ev}
+                        )
+                    newest = max((r.rx_us for r in rows), default=lo + FRAME_OVERLAP_US)
+                    since = max(lo, newest - FRAME_OVERLAP_US)
+                    seen = {k: v for k, v in seen.items() if v >= since}
+                await asyncio.sleep(FRAME_POLL_S)
+
+        return _stream(service, pick, frames)

@@ -34,6 +34,7 @@ from rmc.serve.tables import TableSpec
 DEFAULT_DB = "sqlite:///var/rmc.db"
 DEFAULT_HTTP = "127.0.0.1:8019"
 _TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,16}")
+_LEASE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
 class ConfigError(ValueError):
@@ -53,6 +54,10 @@ class ServeConfig:
     operators: list[Operator] = field(default_factory=list)
     db: str = DEFAULT_DB
     http: str = DEFAULT_HTTP
+    mqtt: str | None = None  # a broker's URL: results published there (rmc.serve.mqtt)
+    mqtt_prefix: str | None = None  # its topics' prefix (default: the URL's path, else "rmc")
+    lease: str | None = None  # this service's name in the tables' leases (rmc.serve.lease)
+    standby: set[str] = field(default_factory=set)  # tables taken only when their lease expired
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -124,9 +129,14 @@ def load(path: Path | None) -> ServeConfig:
     base = path.parent
     cfg.db = str(data.get("db", cfg.db))
     cfg.http = str(data.get("http", cfg.http))
+    cfg.mqtt = str(data["mqtt"]) if data.get("mqtt") else None
+    cfg.mqtt_prefix = str(data["mqtt_prefix"]) if data.get("mqtt_prefix") else None
+    cfg.lease = str(data["lease"]) if data.get("lease") else None
     for t in _list(data, "table", path):
         key = read_key(base / t["key_file"]) if t.get("key_file") else None
         cfg.tables.append(table_spec(str(t.get("id", "")), str(t.get("url", "")), key))
+        if t.get("standby"):
+            cfg.standby.add(cfg.tables[-1].id)
     for o in _list(data, "operator", path):
         name, role = str(o.get("name", "")), str(o.get("role", ""))
         if not name or role not in ROLES:
@@ -159,6 +169,18 @@ def check(cfg: ServeConfig) -> None:
     if len(set(digests)) != len(digests):
         raise ConfigError("two operators share a token")
     parse_http(cfg.http)
+    if cfg.lease is not None and not _LEASE.fullmatch(cfg.lease):
+        raise ConfigError(f"lease name {cfg.lease!r}: 1 to 64 letters, digits, '.', '-' or '_'")
+    if cfg.standby and cfg.lease is None:
+        raise ConfigError('standby tables need a lease name (lease = "NAME" or --lease)')
+    if cfg.mqtt is not None:
+        from rmc.serve import mqtt
+
+        try:
+            prefix = mqtt.parse_url(cfg.mqtt).prefix
+            mqtt.check_prefix(cfg.mqtt_prefix or prefix or mqtt.DEFAULT_PREFIX)
+        except mqtt.MqttError as e:
+            raise ConfigError(str(e)) from None
 
 
 def _list(data: dict, name: str, path: Path) -> list[dict]:

@@ -84,15 +84,40 @@ class Service:
         self.tables: Tables | None = None
         self.runners: dict[str, TableRunner] = {}
         self.started_us: int | None = None
+        self.mqtt: Any = None  # rmc.serve.mqtt.Publisher, when config.mqtt is set
+        self.leases: Any = None  # rmc.serve.lease.LeaseKeeper, when config.lease is set
+        self._runners_lock = threading.Lock()  # `runners` is replaced, never changed in place
 
     def start(self) -> Service:
         if gc.get_threshold()[0] < GC_THRESHOLD[0]:
             gc.set_threshold(*GC_THRESHOLD)
         self.store = Store.open(self.config.db)
-        self.writer = Writer(self.store, on_state=self._db_state).start()
+        leases = None
+        if self.config.lease:
+            from rmc.serve.lease import Leases
+
+            leases = Leases(self.store, self.config.lease)
+        fence = leases.fence if leases is not None else None
+        self.writer = Writer(self.store, on_state=self._db_state, fence=fence).start()
         self.tables = Tables(self.writer.put, self.opener).start()
-        for spec in self.config.tables:
-            self.add_table(spec)
+        if self.config.mqtt:
+            from rmc.serve.mqtt import Publisher
+
+            self.mqtt = Publisher(
+                self.store,
+                self.config.mqtt,
+                self.config.mqtt_prefix,
+                self.bus.publish,
+                leases=leases,  # with leases, the tables it holds, from their cursors
+            ).start()
+        if leases is not None:  # the tables whose lease it takes (rmc.serve.lease)
+            from rmc.serve.lease import LeaseKeeper
+
+            self.leases = LeaseKeeper(self, leases, self.config.tables, self.config.standby)
+            self.leases.start()
+        else:
+            for spec in self.config.tables:
+                self.add_table(spec)
         self.started_us = time.time_ns() // 1000
         return self
 
@@ -101,9 +126,24 @@ class Service:
         self.store.ensure_table(spec.id, spec.url)
         resume = self.store.resume(spec.id)
         runner = TableRunner(spec, resume, self.bus.publish, backlog=self._backlog(spec.id))
-        self.runners[spec.id] = runner
+        with self._runners_lock:
+            self.runners = {**self.runners, spec.id: runner}
         self.tables.add(runner)
         return runner
+
+    def drop_table(self, table: str, instead: Any = None) -> None:
+        """Stop serving a table (its lease lost): its port closed, its commands under way
+        failed, its runner replaced by `instead` (rmc.serve.lease.Elsewhere: the API still
+        answers for it from the database), or removed. Its rows read so far go to the
+        writer, which leaves them out if the table is another service's now."""
+        with self._runners_lock:
+            old = self.runners.get(table)
+            runners = {k: v for k, v in self.runners.items() if k != table}
+            if instead is not None:
+                runners[table] = instead
+            self.runners = runners
+        if isinstance(old, TableRunner) and self.tables is not None:
+            self.tables.remove(old)
 
     def _backlog(self, table: str):
         assert self.store is not None
@@ -121,6 +161,10 @@ class Service:
             self.tables.stop()
         if self.writer is not None:
             self.writer.stop()
+        if self.mqtt is not None:
+            self.mqtt.stop()  # after the writer: the last rows written are published first
+        if self.leases is not None:
+            self.leases.stop()  # after the writer and the publisher's cursor: released
         if self.store is not None:
             self.store.close()
 
@@ -172,4 +216,6 @@ class Service:
                 "retries": w.retries if w else 0,
             },
             "tables": len(self.runners),
+            **({"mqtt": self.mqtt.health.as_dict()} if self.mqtt is not None else {}),
+            **({"leases": self.leases.health()} if self.leases is not None else {}),
         }

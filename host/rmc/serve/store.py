@@ -399,6 +399,31 @@ class AuditRec(Base):
     __table_args__ = (Index(None, "at_us"),)
 
 
+class MqttCursorRec(Base):
+    """How far a publisher (rmc.serve.mqtt) has had a table's rows of a source table
+    acknowledged by its broker: that table's rows with `id` <= `last_id` are published. The
+    outbox is the source tables themselves; this is its only state. Per table: a table is
+    written by one service at a time (rmc.serve.lease), so its rows become visible in id
+    order, which rows of several tables written by several services do not."""
+
+    __tablename__ = "mqtt_cursor"
+    name: Mapped[str] = mapped_column(Text, primary_key=True)  # the publisher: broker/prefix
+    source_table: Mapped[str] = mapped_column(Text, primary_key=True)  # frames, events, ...
+    table_id: Mapped[str] = mapped_column(Text, primary_key=True)  # the table whose rows
+    last_id: Mapped[int] = mapped_column(BigInteger)
+
+
+class TableLeaseRec(Base):
+    """Which service serves a table (rmc.serve.lease): several services on one database, a
+    table served by one at a time. `epoch` grows at each taking: the fencing token."""
+
+    __tablename__ = "table_lease"
+    table_id: Mapped[str] = mapped_column(Text, _table_fk(), primary_key=True)
+    holder: Mapped[str] = mapped_column(Text)  # the service's lease name
+    epoch: Mapped[int] = mapped_column(BigInteger)
+    expires_us: Mapped[int] = mapped_column(BigInteger)  # the database's clock
+
+
 # A frame's `spin` field: after a "," (the type or another field before it), its one spelling
 # (no leading zero), ended by the next field, the tag or the CRC. No value can hold ",spin=":
 # "," and "=" are escaped in values.
@@ -579,12 +604,15 @@ class Store:
         except SQLAlchemyError as e:
             raise _error(f"cannot add table {table}", e) from None
 
-    def write(self, batch: Batch) -> None:
-        """Store one batch in one transaction: everything or (StoreError) nothing."""
+    def write(self, batch: Batch, fence: Any = None) -> None:
+        """Store one batch in one transaction: everything or (StoreError) nothing. `fence`
+        (rmc.serve.lease): called first in the transaction, it gives the batch to write."""
         if not len(batch):
             return
         try:
             with self._write() as conn:
+                if fence is not None:
+                    batch = fence(conn, batch)
                 names = self._write_batch(conn, batch)
             self._known.update(names)  # committed: their rows are there
         except SQLAlchemyError as e:

@@ -549,6 +549,11 @@ class Tables:
         """A table to read: its port is opened at once, then kept open."""
         self.call(lambda: self._add(runner))
 
+    def remove(self, runner: TableRunner) -> None:
+        """A table not to read any more (its lease lost): its port closed, its commands
+        failed; its rows read so far still go to the writer."""
+        self.call(lambda: self._remove(runner))
+
     def flush(self, timeout: float = 10.0) -> bool:
         """The rows read so far handed to the writer now (rules applied first)."""
         done = threading.Event()
@@ -671,8 +676,16 @@ class Tables:
         self.runners.append(runner)
         self._open(runner)
 
+    def _remove(self, runner: TableRunner) -> None:
+        if runner in self.runners:
+            self._close(runner)
+            runner.lost("no longer served here")
+            self.runners.remove(runner)
+
     def _open(self, runner: TableRunner) -> None:
         """Open the port in a thread of its own; `_opened` takes it up here."""
+        if runner not in self.runners:
+            return  # removed meanwhile
 
         def opening() -> None:
             try:
@@ -691,7 +704,7 @@ class Tables:
             self._retry(runner)
             return
         line = Line(port)
-        if self._stopping:
+        if self._stopping or runner not in self.runners:
             self._close_later(line)
             return
         if line.fd is not None:

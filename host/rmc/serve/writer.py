@@ -49,8 +49,9 @@ def _merge(batches: list[Batch]) -> Batch:
 
 
 class Writer:
-    def __init__(self, store: Store, on_state: Any = None) -> None:
+    def __init__(self, store: Store, on_state: Any = None, fence: Any = None) -> None:
         self.store = store
+        self.fence = fence  # rmc.serve.lease.Leases.fence: a table's rows only while held
         self.on_state = on_state  # called with the health when the store fails or recovers
         self.health = WriterHealth()
         self._queue: collections.deque[Batch] = collections.deque()
@@ -111,7 +112,7 @@ class Writer:
                 return
             while True:
                 try:
-                    self.store.write(batch)
+                    self._write(batch)
                     break
                 except StoreError as e:
                     if not e.transient:
@@ -149,7 +150,7 @@ class Writer:
                 delay = RETRY_S[0]
                 while True:
                     try:
-                        self.store.write(one)
+                        self._write(one)
                         break
                     except StoreError as e:
                         if e.transient:
@@ -162,6 +163,12 @@ class Writer:
                         print(json.dumps(record), file=sys.stderr, flush=True)
                         self._tell()
                         break
+
+    def _write(self, batch: Batch) -> None:
+        if self.fence is None:
+            self.store.write(batch)
+        else:
+            self.store.write(batch, fence=self.fence)
 
     def _tell(self) -> None:
         if self.on_state is not None:
