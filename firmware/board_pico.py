@@ -189,6 +189,7 @@ class Board:
         Pin = machine.Pin
         pk = cfg["pockets"]
         self.chain = bytearray(pk["chips"])
+        self._chain_seen = None  # the chain as the table last saw it
         self.spi = machine.SPI(
             pk["spi"],
             baudrate=1_000_000,
@@ -218,6 +219,7 @@ class Board:
         self.incident = Input(
             Pin(inc["pin"], Pin.IN, _pull(inc)), channels.INCIDENT, inc["active_level"]
         )
+        self._inputs = (self.lid, self.incident)
         u = cfg["uart"]
         # timeout=0: a write never waits for room (the board only writes what fits)
         self.uart = machine.UART(
@@ -240,6 +242,8 @@ class Board:
         self.tx_dropped = 0  # frames a full queue refused (journaled: the host asks again)
         self._tx_told = 0  # of those, how many a FAULT frame has reported
         self.led_pin = Pin(cfg["led"]["pin"], Pin.OUT, value=0)
+        self._led = 0
+        self._turn = 0  # which slow input or output this pass serves (step)
 
     def __init__(self, pins="pins.json", wheel="wheel.json", folder="", watchdog=True):
         """watchdog=False for debugging at the REPL: an RP2040 watchdog, once started, cannot
@@ -263,7 +267,10 @@ class Board:
         self.table = table.Table(wheel, self._no_emit, self.store, board=self)
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None
-        self.journal = journal.Journal((folder + "/" if folder else "") + "journal")
+        # a running ball's routine frames wait in RAM: no flash erase (interrupts off for
+        # ~45 ms) while its edges are due; the state is never saved ahead of them
+        self.journal = journal.Journal((folder + "/" if folder else "") + "journal", hold=True)
+        self.store.before_save = self.journal.flush
         # state and journal read back, then the journal, the wire and BOOT (rmcfw.recover)
         self.encoder, self.wire = recover.power_up(
             self.table,
@@ -279,6 +286,7 @@ class Board:
         )
 
         self.wire.room = self._tx_room  # RESENDs served as far as the line takes them
+        self._sink = self.table.sink  # bound once: a bound method is a heap object
 
     def _feed(self):
         if self.wdt is not None:
@@ -405,7 +413,8 @@ class Board:
     # --- the loop ---------------------------------------------------------------------
 
     def scan(self, now_us):
-        """Latch the 39 pocket inputs and shift them in."""
+        """Latch the 39 pocket inputs and shift them in; the table sees them only when they
+        changed since the last pass (an unchanged picture changes nothing in it)."""
         self.latch.value(self._latch_on)
         self.latch.value(1 - self._latch_on)
         buf = self.chain
@@ -413,33 +422,50 @@ class Board:
         if self._invert:
             for i in range(len(buf)):
                 buf[i] ^= self._invert
-        self.table.scan(now_us, buf)
+        if buf != self._chain_seen:
+            self._chain_seen = bytes(buf)
+            self.table.scan(now_us, buf)
 
     def step(self):
-        """One pass of the main loop."""
+        """One pass of the main loop. What must be seen every millisecond is: the edges, the
+        pockets, the commands, the table's timers and the frames' way out. The slow inputs
+        and outputs take turns, one a pass (each every 4 ms): the lid and incident inputs
+        (debounced over 20 ms), the LED (blinking at 2.5 Hz at most) and the tx_overflow
+        fault. An idle pass then allocates nothing (no collection, no pause)."""
         now = time.ticks_us()
         ms = time.ticks_ms()
         self.wire.ms = ms  # the frames' time stamp
         tb = self.table
-        self.edges.drain(tb.sink)
-        lost = self.edges.lost()
-        if lost:
-            tb.edges_lost(lost)
+        if self.edges.drain(self._sink):
+            lost = self.edges.lost()  # (a full buffer has edges to drain: seen here)
+            if lost:
+                tb.edges_lost(lost)
         self.scan(now)
-        for inp in (self.lid, self.incident):
-            v = inp.sample(ms)
-            if v is not None:
-                tb.feed(now, inp.channel, v)
         if self.uart.any():
             data = self.uart.read()
             if data:
                 self.wire.feed(data)
         tb.poll(now)
-        self.led_pin.value(tb.led())
-        self._tx_flush(now)
-        self.wire.pump()  # resent frames, after the live ones
-        self._tx_release(now)
-        self._tx_faults()
+        turn = self._turn
+        self._turn = (turn + 1) & 3
+        if turn < 2:
+            inp = self._inputs[turn]
+            v = inp.sample(ms)
+            if v is not None:
+                tb.feed(now, inp.channel, v)
+        elif turn == 2:
+            led = tb.led()
+            if led != self._led:
+                self.led_pin.value(led)
+                self._led = led
+        else:
+            self._tx_faults()
+        if self._txq:
+            self._tx_flush(now)
+        if self.wire.pending():
+            self.wire.pump()  # resent frames, after the live ones
+        if self._de:
+            self._tx_release(now)
         if self.wdt is not None:
             self.wdt.feed()
 

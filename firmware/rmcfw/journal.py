@@ -9,6 +9,19 @@
 # so that frequent boots (short segments) do not shorten the history; and once there are more
 # than 4 x segments files, which bounds the folder in a boot loop (deleting after creating the
 # new one: a cut in between only leaves one segment too many, removed at the next start).
+#
+# A running ball's frames (hold=True, the board's journal). Each durable append is one
+# LittleFS sync, and LittleFS copies a file's last, partly written block into a newly
+# erased one at every sync: every frame costs a 4 KB sector erase, ~45 ms with the chip's
+# interrupts off, during which ball and rotor edges are served late, together, in pin order
+# (docs/vpico.md). So from a LAUNCH to its DROP the routine frames recovery does not need at
+# once (STAT, RNVP, and REV without the ball sensors' disagreements) are kept in RAM, in
+# order, and written with the next frame recovery needs (VOID, FAULT, INC, RES, ... written
+# at once, as ever), before any save of the state (Store.before_save), at the DROP (or an
+# incident's start), or when 8 KB are held. A RESEND reads them as if written. The
+# trade-off: a cut during the ball's run loses those frames from the journal (the host has
+# them if it heard them), and with the REV frames the laps before the cut: a spin resumed
+# after it counts only the laps seen after power-up (fewer than min_revs: void, power).
 import os
 
 from micropython import const
@@ -17,17 +30,41 @@ from rmcfw import frames, proto
 
 _SUFFIX = ".log"
 _NAME_LEN = const(8)
+_HOLD_BYTES = const(8192)  # a running ball's frames kept in RAM at most
+_HELD = (proto.T_STATUS, proto.T_RNVP, proto.T_REV)  # what a running ball's journal may hold
+_KEPT = b",lone="  # a REV with the ball sensors' disagreements: recovery needs it at once
+# the ball is off the track (or stopped): nothing more is held
+_RUN_ENDS = (proto.T_DROP, proto.T_RESULT, proto.T_INCIDENT, proto.T_SESSION_CLOSE, proto.T_BOOT)
+
+
+def _kind(line):
+    """The frame type of a journal line ("$1,T01,boot,seq,ms,TYPE,..."), as str."""
+    i = 0
+    for _ in range(5):
+        i = line.find(b",", i) + 1
+        if i <= 0:
+            return ""
+    j = line.find(b",", i)
+    k = line.find(b"*", i)
+    if j < 0 or 0 <= k < j:
+        j = k
+    return line[i:j].decode() if j > i else ""
 
 
 class Journal:
-    def __init__(self, folder="journal", per_segment=256, segments=16):
+    def __init__(self, folder="journal", per_segment=256, segments=16, hold=False):
         if per_segment < 1 or segments < 2:
             raise ValueError("journal too small")
         self.folder = folder
         self.per_segment = per_segment
         self.segments = segments
+        self.hold = hold  # a running ball's routine frames kept in RAM (above)
         self._file = None
         self._count = 0
+        self._size = 0  # bytes written to the current segment
+        self._running = False  # a LAUNCH appended, its DROP not yet
+        self._held = []  # lines kept in RAM, oldest first
+        self._held_bytes = 0
         try:
             os.mkdir(folder)
         except OSError:
@@ -58,6 +95,7 @@ class Journal:
         self._file = open(self._path(seg), "ab")
         self._segs.append(seg)
         self._count = 0
+        self._size = 0
         self._trim()
 
     def _len(self, seg):
@@ -101,19 +139,55 @@ class Journal:
 
     def close(self):
         if self._file is not None:
+            self.flush()
             self._file.close()
             self._file = None
 
     def append(self, line):
-        """Store one frame line (bytes or memoryview, ending with its newline) durably."""
-        if self._file is None or self._count >= self.per_segment:
+        """Store one frame line (bytes or memoryview, ending with its newline) durably; with
+        hold, a running ball's routine frames in RAM until the next durable write."""
+        if self.hold:
+            line = bytes(line)  # (the encoder reuses its buffer)
+            kind = _kind(line)
+            if self._running and self._file is not None:
+                if kind in _RUN_ENDS:
+                    self._running = False  # the ball is off the track: written with it
+                elif (
+                    kind in _HELD
+                    and not (kind == proto.T_REV and _KEPT in line)
+                    and self._held_bytes + len(line) <= _HOLD_BYTES
+                ):
+                    self._held.append(line)
+                    self._held_bytes += len(line)
+                    return
+            elif kind == proto.T_LAUNCH:
+                self._running = True  # (the LAUNCH itself written at once)
+        self._write(line)
+
+    def flush(self):
+        """Write the frames held in RAM, in order, durably (before any save of the state)."""
+        if self._held:
+            self._write(None)
+
+    def _write(self, line):
+        held = self._held
+        if held:
+            self._held = []  # (a reader keeps the list it was reading)
+            self._held_bytes = 0
+        elif self._file is None or self._count >= self.per_segment:
+            # (held lines go into the segment a RESEND read them in: no new one before them)
             if self._segs:
                 self._lens[self._segs[-1]] = self._count
             self.start()
-        self._file.write(line)
+        for x in held:
+            self._file.write(x)
+            self._size += len(x)
+        if line is not None:
+            self._file.write(line)
+            self._size += len(line)
         # flush() makes LittleFS commit the append: the frame is on flash before it is sent.
         self._file.flush()
-        self._count += 1
+        self._count += len(held) + (line is not None)
 
     def _lines(self, seg, offset=0):
         try:
@@ -128,12 +202,22 @@ class Journal:
                 if not line:
                     break
                 if line[-1] != 0x0A:
-                    break  # torn by a power cut: the end of this segment
+                    return  # torn by a power cut: the end of this segment
                 offset += len(line)
                 self.pos = (seg, offset)
                 yield line
         finally:
             f.close()
+        held = self._held
+        if held and self._segs and seg == self._segs[-1]:
+            # the lines held in RAM, as if written after the segment's own (their offsets
+            # are where they will be written)
+            end = self._size
+            for line in held:
+                end += len(line)
+                if end > offset:
+                    self.pos = (seg, end)
+                    yield line
 
     def _first(self, seg):
         if seg not in self._firsts or self._firsts[seg] is None:
@@ -149,6 +233,8 @@ class Journal:
 
     def last(self):
         """(boot, seq) of the last intact frame kept, or None for an empty journal."""
+        if self._held:
+            return frames.peek(self._held[-1])
         for seg in reversed(self._segs):
             found = None
             for line in self._lines(seg):

@@ -82,6 +82,9 @@ class Store:
         self.dat = pre + DAT
         self.new = pre + NEW
         self.damaged = False  # a state file was refused at load: report a storage fault
+        # called before each save: the journal's frames held in RAM are written first, so
+        # that the state saved is never ahead of the journal (rmcfw.journal, hold)
+        self.before_save = None
 
     def _read(self, path):
         try:
@@ -123,6 +126,8 @@ class Store:
 
     def save(self, state):
         """Write state atomically; raises OSError when the file system fails."""
+        if self.before_save is not None:
+            self.before_save()
         state["gen"] = state.get("gen", 0) + 1
         text = encode(state)
         f = self.fs.open(self.new, "w")
