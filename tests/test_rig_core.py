@@ -544,3 +544,36 @@ def test_compare_wants_a_tamp_frame_for_a_truth_tamper():
     c = cmpmod.compare(truth, _board(extra=[(100.4, proto.T_TAMPER, ("what", "lid"))]))
     assert c.ok, c.problems
     assert c.faults_expected == 2 and c.faults_matched == 2
+
+
+def test_a_line_cut_by_stopping_the_reader_is_left_out():
+    # The board may be sending a frame when the rig stops reading: the part read is no
+    # damaged frame of the board's, and must not count as one.
+    from rmc.rig.link import FrameReader
+
+    enc = Encoder("T07", 3, None)
+    whole = bytes(enc.frame(proto.T_STATUS, ("state", "closed")))
+
+    class Board:
+        in_waiting = 0
+
+        def __init__(self):
+            self.out = whole + whole[:20]
+
+        def read(self, n=1):
+            data, self.out = self.out, b""
+            if not data:
+                time.sleep(0.005)
+            return data
+
+        def write(self, data):
+            return len(data)
+
+    r = FrameReader(Board()).start()
+    try:
+        wait_for_lines = time.monotonic() + 30
+        while not r.snapshot() and time.monotonic() < wait_for_lines:
+            time.sleep(0.01)
+    finally:
+        got = r.stop()
+    assert [x.line for x in got] == [whole.rstrip(b"\r\n")]
