@@ -136,6 +136,9 @@ def test_the_database_gives_what_the_trace_gives(trace, tmp_path):
     from_db = json.loads(rmc("--db", url, "--table", "T01", "--json", "--by", "direction").stdout)
     from_trace = json.loads(rmc(str(trace), "--json", "--by", "direction").stdout)
     assert from_db["all"]["pockets"] == from_trace["all"]["pockets"]
+    # the dealer's signature: the pockets under the ball sensor from the stored frames
+    assert from_db["all"]["signature"] == from_trace["all"]["signature"]
+    assert from_db["all"]["signature"]["first"]["n"] == 66
     assert from_db["by"]["groups"].keys() == from_trace["by"]["groups"].keys()
     out = json.loads(rmc("--db", url, "--table", "T01", "--json", "--by", "croupier").stdout)
     assert set(out["by"]["groups"]) == {"marie [b]", "paul"}

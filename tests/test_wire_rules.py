@@ -223,6 +223,43 @@ def test_bad_fields_are_violations_not_crashes():
     assert s.rules() == ["bad_field", "bad_field"]
 
 
+def test_the_pocket_under_the_ball_sensor_is_a_pocket_or_a_dash():
+    """LAUNCH's and DROP's `under` (the dealer's signature): a pocket label in its one
+    spelling, or "-"; anything else is a bad field, and the spin is checked all the same."""
+    good = Script()
+    good.table.open()
+    for under in ("17", "0", "00", "CMC", "-"):
+        n = good.table.spin = good.table.spin + 1
+        good.table.rdir = "cw" if good.table.rdir == "ccw" else "ccw"
+        bdir = "ccw" if good.table.rdir == "cw" else "cw"
+        good.emit(
+            proto.T_LAUNCH, ("spin", n, "rdir", good.table.rdir, "bdir", bdir, "under", under)
+        )
+        good.emit(proto.T_RNVP, ("spin", n, "drop_ms", 1, "lead_ms", 1, "why", "fit"))
+        good.emit(proto.T_DROP, ("spin", n, "revs", 9, "under", under))
+        good.emit(proto.T_RESULT, result_fields(n, "5"))
+    assert good.rules() == [] and len(good.report().results) == 5
+    for bad in ("017", "37", "cmc", "", "x", "%2d"):
+        s = Script()
+        s.table.open()
+        s.emit(proto.T_LAUNCH, ("spin", 1, "rdir", "cw", "bdir", "ccw", "under", bad))
+        s.emit(proto.T_RNVP, ("spin", 1, "drop_ms", 1, "lead_ms", 1, "why", "fit"))
+        s.emit(proto.T_DROP, ("spin", 1, "revs", 9, "under", bad))
+        s.emit(proto.T_RESULT, result_fields(1, "5"))
+        r = s.report()
+        assert [v["rule"] for v in r.violations] == ["bad_field", "bad_field"], (bad, r.violations)
+        assert "under" in r.violations[0]["detail"]
+        assert r.results == [{"spin": 1, "result": "5"}]  # the game's rules are kept
+    # an older firmware's frames carry no `under`: nothing to say
+    old = Script()
+    old.table.open()
+    old.emit(proto.T_LAUNCH, ("spin", 1, "rdir", "cw", "bdir", "ccw"))
+    old.emit(proto.T_RNVP, ("spin", 1, "drop_ms", 1, "lead_ms", 1, "why", "fit"))
+    old.emit(proto.T_DROP, ("spin", 1, "revs", 9))
+    old.emit(proto.T_RESULT, result_fields(1, "5"))
+    assert old.rules() == []
+
+
 def test_a_board_with_another_wheel_definition():
     # the board's BOOT carries the id of the pocket order it was given (rmc.trace.wheel_id)
     s = _session(2)

@@ -72,6 +72,7 @@ class Spin:
         self.t_lone = -1  # a pass one sensor alone saw in bets: a launch if another follows
         self.inc_moving = False  # incident: the ball still passing the track sensors
         self.t_inc = 0  # ... its last pass, or the incident's start
+        self.under = -1  # the pocket under ball sensor A at the last pass both saw (-1: unknown)
         self.apply_cfg()
 
     def apply_cfg(self):
@@ -203,6 +204,10 @@ class Spin:
                 self.st["run_lone"] = [lone, rev]
                 fields += ("lone", lone, "reversed", rev)
             self.emit(proto.T_REV, fields)
+            if b.paired:
+                # the pocket under ball sensor A as the ball reaches it (DROP's `under`: the
+                # last pass both sensors saw, as the simulator's truth counts it)
+                self.under = self.rotor.pocket_under(t)
             self._check_dirs(t)
             self.pred.lap(t)
             self._check_call(t)
@@ -373,7 +378,18 @@ class Spin:
         frozen = self.frozen
         self.frozen = False
         st["frozen"] = False
-        fields = ("spin", st["spin"], "rdir", dir_name(rdir), "bdir", dir_name(bdir))
+        # the pocket under ball sensor A at the ball's first pass (the dealer's signature)
+        self.under = r.pocket_under(t)
+        fields = (
+            "spin",
+            st["spin"],
+            "rdir",
+            dir_name(rdir),
+            "bdir",
+            dir_name(bdir),
+            "under",
+            self._label(self.under),
+        )
         self._hold += 1
         try:
             self.emit(proto.T_LAUNCH, fields + ("void", why) if why else fields)
@@ -455,6 +471,7 @@ class Spin:
         # ends the lap under way then (laps while the power was off are not seen)
         self.revs_before = self.st["run_revs"] + 1
         self.lone_before, self.reversed_before = self.st["run_lone"]
+        self.under = -1  # the passes before the cut are lost
         self._call(t, WHY_POWER)
         why = self.st["run_void"]
         if why:
@@ -508,7 +525,8 @@ class Spin:
                 why = proto.V_FEW_REVS
         if self.void is not None:
             why = None  # one reason per spin: sent already
-        fields = ("spin", self.st["spin"], "revs", revs)
+        # the pocket under ball sensor A at the ball's last pass both sensors saw
+        fields = ("spin", self.st["spin"], "revs", revs, "under", self._label(self.under))
         self._hold += 1
         try:
             self.emit(proto.T_DROP, fields + ("void", why) if why else fields)
@@ -607,6 +625,10 @@ class Spin:
         self.inc_moving = True  # until a lap's time without a pass
         self.t_inc = t
         self._set(proto.S_INCIDENT, t)
+
+    def _label(self, ch):
+        """A pocket channel's label, "-" for -1 (unknown)."""
+        return self.wheel[ch] if ch >= 0 else "-"
 
     def _previous_channel(self):
         """Pocket channel of the previous result, -1 when there is none to check."""

@@ -26,9 +26,11 @@ class Table:
         persists, for tests and replays); board: optional object with led(on); seq: optional
         callable giving the last frame seq sent, saved with the state."""
         defaults = None
+        mark = None
         if isinstance(wheel, dict):
             drop_ms = config.drop_ms_of(wheel)
             defaults = {"drop_ms": drop_ms} if drop_ms else None
+            mark = rotor.mark_of(wheel, slots)  # the rotor's place: the pocket under the ball
             wheel = wheel["pockets"]
         self.emit = emit
         self.store = store_
@@ -39,6 +41,8 @@ class Table:
         self.cfg = config.Config(self.st.get("cfg"), defaults)
         self.pockets = pockets.Pockets()
         self.rotor = rotor.Rotor(slots)
+        if mark is not None:
+            self.rotor.mark_q, self.rotor.a2 = mark
         self.ball = ball.Ball()
         # the table sees the ball leave the rim: it calls the lead before that instant
         self.pred = rnvp.Predictor(to_drop=True)
@@ -183,6 +187,7 @@ class Table:
         """The IRQ edge buffer overflowed and dropped n ball or rotor edges: the spin's
         timing is not to be trusted (a fault until the next launch)."""
         if n > 0:
+            self.rotor.doubt()  # the count may have slipped: the rotor's place is in doubt
             self.spin.fault(proto.F_EDGES, 1, "%d" % n)
 
     def scan(self, t, buf):

@@ -88,6 +88,12 @@ _ENUMS = {
     ),
 }
 
+# A pocket field (LAUNCH's and DROP's `under`: the pocket under ball sensor A at the ball's
+# first and last pass): a pocket label in its one spelling, or "-" (the rotor's place not
+# known). Absent from an older firmware's frames.
+POCKET_FIELDS = {proto.T_LAUNCH: "under", proto.T_DROP: "under"}
+UNDER_VALUES = frozenset((*numbers.NUMBERS, "-"))
+
 VOID_REASONS = frozenset(
     (
         proto.V_SAME_DIR,
@@ -577,6 +583,14 @@ class _Rules:
             raise FrameError(f"{f.type}: field {name!r} is {v!r}, not one of {allowed}")
         return v
 
+    def pocket_field(self, f: Frame) -> None:
+        """A pocket field (POCKET_FIELDS) with another value is a bad field; it breaks no
+        rule of the game, so the frame is handled all the same."""
+        name = POCKET_FIELDS[f.type]
+        v = self.fl.get(name)
+        if v is not None and v not in UNDER_VALUES:
+            self.bad(f, "bad_field", f"{f.type}: field {name!r} is {v!r}, not a pocket nor '-'")
+
     def run(self, frames: Iterable[Frame]) -> None:
         self.feed(frames)
         self.finish()
@@ -675,6 +689,7 @@ class _Rules:
         return None
 
     def launch(self, f: Frame) -> None:
+        self.pocket_field(f)
         n = f.int("spin", self.fl)
         rdir, bdir = self.enum(f, "rdir"), self.enum(f, "bdir")
         if not rdir or not bdir:
@@ -727,6 +742,7 @@ class _Rules:
             s.rnvp = True
 
     def drop(self, f: Frame) -> None:
+        self.pocket_field(f)
         s = self.current(f)
         if s is None:
             return

@@ -33,6 +33,9 @@ class ScriptedTable:
     def __init__(self, emit: Emit, seed: int = 1, revs: int = 12, status_every: int = 4):
         self.emit = emit
         self.rng = random.Random(seed)
+        # the pockets under the ball sensor (LAUNCH's and DROP's `under`): a stream of their
+        # own, so that the results of a seed are those they were before these fields
+        self.under_rng = random.Random(f"under-{seed}")
         self.spin = 0
         self.rdir = "ccw"
         self.revs = revs
@@ -58,7 +61,8 @@ class ScriptedTable:
         n = self.spin
         self.rdir = "cw" if self.rdir == "ccw" else "ccw"
         bdir = "ccw" if self.rdir == "cw" else "cw"
-        self.emit(proto.T_LAUNCH, ("spin", n, "rdir", self.rdir, "bdir", bdir))
+        under = self.under_rng.choice(numbers.NUMBERS)
+        self.emit(proto.T_LAUNCH, ("spin", n, "rdir", self.rdir, "bdir", bdir, "under", under))
         for i in range(1, self.revs + 1):
             self.emit(proto.T_REV, ("spin", n, "n", i, "period_us", 500000 + 40000 * i))
             if self.status_every and i % self.status_every == 0:
@@ -78,7 +82,8 @@ class ScriptedTable:
                     ),
                 )
         self.emit(proto.T_RNVP, ("spin", n, "drop_ms", 1500, "lead_ms", 1200, "why", "fit"))
-        self.emit(proto.T_DROP, ("spin", n, "revs", self.revs))
+        under = self.under_rng.choice(numbers.NUMBERS)
+        self.emit(proto.T_DROP, ("spin", n, "revs", self.revs, "under", under))
         if void:
             self.emit(proto.T_VOID, ("spin", n, "reason", void))
             self.voids.append((n, void))

@@ -103,3 +103,71 @@ class Frames:
 
     def clear(self):
         self.frames = []
+
+
+# --- the rotor's place: a disc with its reference mark (hardware/wheel.json geometry) --------
+#
+# The same geometry as the host's simulator (host/rmc/sim/rotor.py), in plain Python for both
+# interpreters: the rotor's angle phi (rad, clockwise: the stator angle of pocket 0's centre),
+# quarter-slot boundaries k*STEP, the two that open the wide slot (counts MARK and MARK + 1)
+# STEP/2 early. Rotor sensor A and ball sensor A at the stator's 0.
+
+TWO_PI = 6.283185307179586
+STEP = TWO_PI / ROTOR_CPR
+MARK = 0  # the count of the wide slot's first state (wheel.json rotor_mark_deg 0)
+
+
+def boundary(k, mark=MARK):
+    """The angle at which the count enters k from k - 1 (turning clockwise)."""
+    r = k % ROTOR_CPR
+    early = mark is not None and (r == mark or r == (mark + 1) % ROTOR_CPR)
+    return k * STEP - (STEP / 2 if early else 0.0)
+
+
+def count_at(phi, mark=MARK):
+    k = int(phi // STEP)
+    return k + 1 if boundary(k + 1, mark) <= phi else k
+
+
+def levels(phi, mark=MARK):
+    """(A, B) with the rotor at phi."""
+    q = count_at(phi, mark) % 4
+    return (1 if q in (0, 1) else 0, 1 if q in (1, 2) else 0)
+
+
+def pocket_under(phi):
+    """The pocket channel whose centre is nearest ball sensor A (the stator's 0)."""
+    return int((-phi / (TWO_PI / 39)) + 0.5 + 39 * 1000) % 39
+
+
+def segment_edges(t0_us, dur_us, phi0, w0, acc, events, mark=MARK):
+    """The quadrature edges of a rotor turning from phi0 at t0_us for dur_us with speed w0
+    (rad/s, signed) and a constant acceleration acc (rad/s^2; not past a stop). Returns the
+    angle at the end."""
+    tau_end = dur_us / 1e6
+    phi1 = phi0 + w0 * tau_end + 0.5 * acc * tau_end * tau_end
+    up = phi1 > phi0
+    lo, hi = (phi0, phi1) if up else (phi1, phi0)
+    ks = list(range(int(lo // STEP) - 1, int(hi // STEP) + 2))
+    if not up:
+        ks.reverse()
+    sg = 1.0 if up else -1.0
+    v0 = sg * w0
+    a = sg * acc
+    for k in ks:
+        b = boundary(k, mark)
+        if (up and phi0 < b <= phi1) or (not up and phi1 <= b < phi0):
+            x = sg * (b - phi0)
+            disc = v0 * v0 + 2 * a * x
+            tau = 2 * x / (v0 + (disc if disc > 0 else 0.0) ** 0.5)
+            q = k if up else k - 1  # the count entered
+            m = k % 4  # the boundary's channel: A at 0 and 2, B at 1 and 3
+            b_ch = m in (1, 3)
+            level = levels_of_count(q)[1 if b_ch else 0]
+            events.append((t0_us + int(tau * 1e6), ch.ROTOR_B if b_ch else ch.ROTOR_A, level))
+    return phi1
+
+
+def levels_of_count(q):
+    q %= 4
+    return (1 if q in (0, 1) else 0, 1 if q in (1, 2) else 0)

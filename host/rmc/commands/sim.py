@@ -61,6 +61,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a biased wheel: the rotor out of level, its low side the 5 pockets centred on "
         "POCKET (probability S that the ball's last hops carry it into them)",
     )
+    p.add_argument(
+        "--steady-hand",
+        metavar="S",
+        help="a croupier with a steady launch (the dealer's signature): with probability S "
+        "(0-1) a throw is his habit's and ends at his distance from the pocket under the ball "
+        "sensor at the first pass, within --steady-width pockets",
+    )
+    p.add_argument(
+        "--steady-width",
+        metavar="W",
+        help="the steady hand's spread, in pockets (1-39, default 5)",
+    )
     p.add_argument("--quiet", action="store_true", help="no summary table")
     p.set_defaults(func=run)
 
@@ -124,15 +136,37 @@ def _bias(option: str, text: str) -> tuple[str, float]:
     return label, s
 
 
-def _bias_params(sticky: str | None, low: str | None) -> Params | None:
+def _number(option: str, text: str, kind: type, lo: float, hi: float, what: str) -> float:
+    """An option's number within [lo, hi]; ValueError with a one-line reason."""
+    try:
+        x = kind(text)
+    except ValueError:
+        x = None
+    if x is None or not lo <= x <= hi:  # (nan too)
+        raise ValueError(f"{option} {text!r}: give {what}")
+    return x
+
+
+def _bias_params(
+    sticky: str | None,
+    low: str | None,
+    steady: str | None = None,
+    steady_width: str | None = None,
+) -> Params | None:
     """The physics with the biases asked for (None: the default, fair wheel)."""
-    if sticky is None and low is None:
+    if sticky is None and low is None and steady is None and steady_width is None:
         return None
     changes: dict[str, object] = {}
     if sticky is not None:
         changes["sticky_pocket"], changes["sticky_strength"] = _bias("--sticky", sticky)
     if low is not None:
         changes["low_sector"], changes["low_sector_strength"] = _bias("--low-sector", low)
+    if steady is not None:
+        what = "S, a probability from 0 to 1"
+        changes["steady_hand"] = _number("--steady-hand", steady, float, 0, 1, what)
+    if steady_width is not None:
+        what = "W, a whole number of pockets from 1 to 39"
+        changes["steady_width"] = _number("--steady-width", steady_width, int, 1, 39, what)
     return Params().with_(**changes)
 
 
@@ -153,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             if path:
                 check(path)
         specs = [ScenarioSpec.parse(x) for x in args.scenario]
-        params = _bias_params(args.sticky, args.low_sector)
+        params = _bias_params(args.sticky, args.low_sector, args.steady_hand, args.steady_width)
         with err.status("simulating…"):
             s = simulate_session(
                 args.seed,

@@ -1,13 +1,16 @@
 """`rmc stats TRACE... | --db URL --table ID [--since T] [--by direction|croupier|session]
-[--json] [--plot FILE] [--power]`: is the wheel fair?
+[--json] [--plot FILE] [--power [--signature W@S]]`: is the wheel fair?
 
 The valid results of the traces (their frames as `rmc check` reads them; a simulator's
 trace without frames: its truth) or of a table in the service's database, tested at 1 %:
 per pocket (chi-square with 38 dof, G-test, binomial tests with Holm's correction), sectors
 of 3 to 19 neighbouring pockets in the wheel's order (a scan calibrated by simulation), the
-simple chances (shares and runs, on 1-36) and the zeros' share, and a CUSUM monitor run
-over the results in order. --by runs them per rotor direction, chef de table or session.
---power prints the spins needed to detect a pocket at 1/34 or a sector 20 % too frequent.
+simple chances (shares and runs, on 1-36) and the zeros' share, a CUSUM monitor run
+over the results in order, and the dealer's signature: the distance of each result from the
+pocket under the ball sensor at the ball's first pass and at its drop (the frames' `under`),
+against uniform. --by runs them per rotor direction, chef de table or session. --power
+prints the spins needed to detect a pocket at 1/34, a sector 20 % too frequent or a dealer's
+signature (--signature W@S: S of the throws within W distances; 5@0.1).
 See docs/stats.md. Exit status: 0 no test below 1 %, 1 a test below 1 % or a monitor alarm,
 2 unusable input.
 """
@@ -38,7 +41,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--plot", metavar="FILE", help="draw the wheel's counts and the monitor (.png/.svg)"
     )
-    p.add_argument("--power", action="store_true", help="spins needed to detect two biases")
+    p.add_argument("--power", action="store_true", help="spins needed to detect three biases")
+    p.add_argument(
+        "--signature",
+        metavar="W@S",
+        help="with --power: the dealer's signature to detect, S (0-1) of the throws within W "
+        "(1-39) neighbouring distances (default 5@0.1)",
+    )
     p.set_defaults(func=run)
 
 
@@ -65,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
         return fail("--table goes with --db", as_json)
     if not args.traces and not args.db and not args.power:
         return fail("give traces, --db URL --table ID, or --power", as_json)
+    if args.signature is not None and not args.power:
+        return fail("--signature goes with --power", as_json)
     try:
+        signature = _signature(args.signature)
         since = None if args.since is None else parse_instant(args.since, "--since")
         if args.plot:
             check_path(args.plot)
@@ -88,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         out["power"] = {
             "alpha": ALPHA,
             "power": POWER,
-            "rows": [r.__dict__ for r in power_table()],
+            "rows": [r.__dict__ for r in power_table(signature=signature)],
         }
     if args.plot and report is not None:
         from rmc.stats.plots import plot_stats
@@ -112,12 +124,29 @@ def run(args: argparse.Namespace) -> int:
     return 1 if flagged else 0
 
 
+def _signature(text: str | None) -> tuple[int, float]:
+    """--signature W@S -> (W, S); ValueError with a one-line reason."""
+    if text is None:
+        return (5, 0.1)
+    w, at, strength = text.partition("@")
+    try:
+        width, s = int(w), float(strength)
+    except ValueError:
+        width, s = 0, float("nan")
+    if not at or not 1 <= width <= 39 or not 0 < s <= 1:
+        raise ValueError(f"--signature {text!r}: give W@S, W of 1-39 distances, S in (0, 1]")
+    return width, s
+
+
 def _analyse(args: argparse.Namespace, since: int | None) -> tuple[dict, list[str], list[str]]:
     from rmc.stats import analyse, analyse_groups, default_order
+    from rmc.stats.report import ALPHA
+    from rmc.stats.signature import analyse_signature
+    from rmc.stats.signature import notes as signature_notes
     from rmc.stats.sources import SourceError, read_database, read_trace_file
 
     if args.db:
-        srcs = [read_database(args.db, args.table, since, directions=args.by == "direction")]
+        srcs = [read_database(args.db, args.table, since)]
     else:
         srcs = [read_trace_file(t) for t in args.traces]
     notes = [n for s in srcs for n in s.notes]
@@ -145,6 +174,10 @@ def _analyse(args: argparse.Namespace, since: int | None) -> tuple[dict, list[st
         raise SourceError("no result since that time" if since is not None else "no result")
     idx = order.indices(r.number for r in results)
     report: dict[str, Any] = {"all": analyse(idx, order, history=bool(args.plot))}
+    sig, flags = analyse_signature(results, order, ALPHA)
+    report["all"]["signature"] = sig
+    report["all"]["flags"] += flags
+    notes += signature_notes(sig)
     if args.by:
         report["by"] = analyse_groups(results, order, args.by)
     return report, [s.name for s in srcs], notes
@@ -182,6 +215,7 @@ def _show(out: dict[str, Any], plot: str | None) -> None:
         )
         con.print(_pocket_table(r, Table, box))
         con.print(_tests_table(r, Table, box))
+        con.print(_signature_table(r["signature"], Table, box))
         if r["pockets"]["small_sample"]:
             con.print(
                 Text(
@@ -283,6 +317,45 @@ def _tests_table(r: dict, Table: Any, box: Any) -> Any:
     return t
 
 
+def _signature_table(sig: dict, Table: Any, box: Any) -> Any:
+    from rmc.stats.signature import REFS
+
+    t = Table(
+        title="dealer's signature: each result's distance from the pocket under the ball sensor "
+        "(pockets on, the ball's way over the rotor; uniform on a fair wheel and hand)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    t.add_column("from")
+    t.add_column("n", justify="right")
+    t.add_column("test")
+    t.add_column("what was seen")
+    t.add_column("p", justify="right")
+    for ref, (_, name) in REFS.items():
+        s = sig[ref]
+        if not s["n"]:
+            t.add_row(name, "0", "–", "no result with the pocket on record", "")
+            continue
+        rough = " (rough: few per distance)" if s["small_sample"] else ""
+        t.add_row(
+            name,
+            str(s["n"]),
+            "chi-square (38 dof)",
+            f"χ² = {s['chi2']['statistic']:.2f}{rough}",
+            _p(s["chi2"]["p"]),
+        )
+        pk = s["peak"]
+        span = f"{pk['distances'][0]}–{pk['distances'][-1]}"
+        t.add_row(
+            "",
+            "",
+            f"peak scan (widths {pk['widths'][0]}–{pk['widths'][1]})",
+            f"distances {span}: {pk['count']} for {pk['expected']:.1f}, z = {pk['z']:.2f}",
+            _p(pk["p"]),
+        )
+    return t
+
+
 def _verdict(con: Any, Text: Any, prefix: str, flags: list[str]) -> None:
     if flags:
         con.print(Text(f"{prefix}below 1 %: " + ", ".join(flags), style="red"))
@@ -292,7 +365,7 @@ def _verdict(con: Any, Text: Any, prefix: str, flags: list[str]) -> None:
 
 def _show_groups(con: Any, by: dict, Table: Any, Text: Any, box: Any) -> None:
     t = Table(title=f"by {by['by']}", title_justify="left", box=box.SIMPLE_HEAD)
-    for col in ("group", "n", "χ² p", "G p", "Holm p", "scan p", "zeros p", "flags"):
+    for col in ("group", "n", "χ² p", "G p", "Holm p", "scan p", "zeros p", "signature p", "flags"):
         t.add_column(col, justify="left" if col in ("group", "flags") else "right")
     for name, g in by["groups"].items():
         pk = g["pockets"]
@@ -304,6 +377,7 @@ def _show_groups(con: Any, by: dict, Table: Any, Text: Any, box: Any) -> None:
             _p(min(x["p_holm"] for x in pk["table"])),
             _p(g["sectors"]["p"]),
             _p(g["zeros"]["p"]),
+            _p(_signature_p(g["signature"])),
             ", ".join(g["flags"]) or "–",
         )
     con.print(t)
@@ -318,3 +392,9 @@ def _show_groups(con: Any, by: dict, Table: Any, Text: Any, box: Any) -> None:
                 f"{h['dof']} dof, p = {_p(h['p'])}{rough}"
             )
         )
+
+
+def _signature_p(sig: dict) -> float | None:
+    """The lowest p of a group's signature tests (None: no result with the fields)."""
+    ps = [sig[r][t]["p"] for r in ("first", "drop") if sig[r]["n"] for t in ("chi2", "peak")]
+    return min(ps) if ps else None

@@ -84,6 +84,17 @@ class Params:
     low_sector: str | None = None
     low_sector_width: int = 5
     low_sector_strength: float = 0.0
+    # A croupier with a steady launch (issue 24, the dealer's signature). With probability
+    # `steady_hand` a throw is his habit's: the rotor pushed to the same period, the ball
+    # released at the same place with the same speed, wherever the rotor's pockets are then;
+    # such a throw ends where it ended before, `steady_width` pockets wide around his
+    # distance from the pocket under ball sensor A at its first pass (the ball's way over
+    # the rotor). The physics' spin-to-spin spreads (friction ±12 %, the drop angle, the
+    # scatter) stand for varied throws here: a throw repeated exactly would repeat them, so
+    # the habit's end is placed as the biases above are, by its last hops. 0: a regular
+    # hand, and nothing is drawn: the seed streams stay as they were.
+    steady_hand: float = 0.0
+    steady_width: int = 5
 
     def __post_init__(self) -> None:
         checks = {
@@ -104,6 +115,8 @@ class Params:
             and self.sticky_strength + self.low_sector_strength <= 1
             and (self.low_sector is not None or not self.low_sector_strength),
             "low_sector_width": 1 <= self.low_sector_width <= 19,
+            "steady_hand": 0 <= self.steady_hand <= 1,
+            "steady_width": 1 <= self.steady_width <= 39,
         }
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
@@ -124,10 +137,34 @@ class Params:
                 "width": self.low_sector_width,
                 "strength": self.low_sector_strength,
             }
+        if self.steady_hand:
+            out["steady_hand"] = {"strength": self.steady_hand, "width": self.steady_width}
         return out
 
     def with_(self, **changes: object) -> Params:
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Hand:
+    """A steady croupier's habit, drawn once a session: where he releases the ball, the
+    ball's first turn, the rotor's period after his push, and the distance (pockets, the
+    ball's way over the rotor) from the pocket under ball sensor A at the ball's first pass
+    to where his throw ends."""
+
+    angle: float
+    launch_period_s: float
+    rotor_period_s: float
+    distance: int
+
+    @classmethod
+    def draw(cls, rng: np.random.Generator, p: Params) -> Hand:
+        return cls(
+            angle=float(rng.uniform(0, TWO_PI)),
+            launch_period_s=float(rng.uniform(*p.launch_period_s)),
+            rotor_period_s=float(rng.uniform(*p.rotor_period_s)),
+            distance=int(rng.integers(0, 39)),
+        )
 
 
 @dataclass

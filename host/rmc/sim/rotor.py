@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 TWO_PI = 2.0 * math.pi
+# The encoder disc's reference: its wide slot opens this many quarter-slot steps early (an
+# eighth of the slot pitch; wheel.json geometry.rotor_mark_deg says which slot).
+MARK_WIDEN = 0.5
 
 
 @dataclass(frozen=True)
@@ -97,11 +100,16 @@ class Rotor:
         s = self._seg(t)
         return s.w(min(t, s.t1))
 
-    def quadrature_edges(self, slots: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def quadrature_edges(
+        self, slots: int, sensor: float = 0.0, mark: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(times s, is_b bool, value) of every edge of the two encoder channels.
 
-        Quarter-slot state q = floor(φ / Δ), Δ = 2π/(4·slots); A = 1 for q mod 4 in {0, 1},
-        B = 1 for q mod 4 in {1, 2}: turning clockwise, A leads B by a quarter slot.
+        Quarter-slot state q = floor((φ − sensor) / Δ), Δ = 2π/(4·slots); A = 1 for q mod 4
+        in {0, 1}, B = 1 for q mod 4 in {1, 2}: turning clockwise, A leads B by a quarter
+        slot. `mark`: the count of the wide slot's first state (`Wheel.mark_count`): that
+        slot is an eighth of a pitch wider, so the two boundaries that open it (counts mark
+        and mark + 1) come Δ/2 early (`boundaries`).
         """
         delta = TWO_PI / (4 * slots)
         ts: list[np.ndarray] = []
@@ -112,16 +120,23 @@ class Rotor:
             if p1 == p0:
                 continue
             up = p1 > p0
+            lo, hi = (p0, p1) if up else (p1, p0)
+            k = np.arange(
+                math.floor((lo - sensor) / delta) - 1, math.floor((hi - sensor) / delta) + 2
+            )
+            b = boundaries(k, slots, sensor, mark)
             if up:
-                k = np.arange(math.floor(p0 / delta) + 1, math.floor(p1 / delta) + 1)
+                keep = (b > p0) & (b <= p1)
             else:
-                k = np.arange(math.ceil(p1 / delta), math.ceil(p0 / delta))[::-1]
-                # Boundaries crossed going down: φ passes k·Δ with k from ceil(p0/Δ)−1 down.
-                k = k[(k * delta < p0) & (k * delta >= p1)]
+                # Boundaries crossed going down: φ passes b_k from above, k descending.
+                keep = (b < p0) & (b >= p1)
+                k, b = k[::-1], b[::-1]
+                keep = keep[::-1]
+            k, b = k[keep], b[keep]
             if k.size == 0:
                 continue
             sg = 1.0 if up else -1.0
-            x = sg * (k * delta - p0)
+            x = sg * (b - p0)
             v0 = sg * s.w0
             acc = sg * s.a
             disc = np.maximum(v0 * v0 + 2 * acc * x, 0.0)
@@ -142,6 +157,28 @@ class Rotor:
         return t, is_b, value
 
     @staticmethod
-    def levels_at(phi: float, slots: int) -> tuple[int, int]:
-        q = math.floor(phi / (TWO_PI / (4 * slots))) % 4
+    def count_at(phi: float, slots: int, sensor: float = 0.0, mark: int | None = None) -> int:
+        """The quadrature count q (unwrapped) with the rotor at φ: the last boundary passed."""
+        delta = TWO_PI / (4 * slots)
+        q = math.floor((phi - sensor) / delta)
+        if float(boundaries(np.asarray([q + 1]), slots, sensor, mark)[0]) <= phi:
+            q += 1
+        return q
+
+    @staticmethod
+    def levels_at(
+        phi: float, slots: int, sensor: float = 0.0, mark: int | None = None
+    ) -> tuple[int, int]:
+        q = Rotor.count_at(phi, slots, sensor, mark) % 4
         return int(q in (0, 1)), int(q in (1, 2))
+
+
+def boundaries(k: np.ndarray, slots: int, sensor: float, mark: int | None) -> np.ndarray:
+    """Rotor angles φ at which the count enters k (from k − 1, turning clockwise): k·Δ past
+    the sensor, and Δ/2 early for the two that open the wide slot."""
+    delta = TWO_PI / (4 * slots)
+    b = sensor + k * delta
+    if mark is not None:
+        r = np.mod(k, 4 * slots)
+        b = b - np.where((r == mark) | (r == (mark + 1) % (4 * slots)), MARK_WIDEN * delta, 0.0)
+    return b

@@ -22,6 +22,7 @@ from rmc.framegen import SHORT_SESSION
 from rmc.sim.physics import (
     TWO_PI,
     Drift,
+    Hand,
     Hop,
     Landing,
     Params,
@@ -74,6 +75,7 @@ NEEDS_PREVIOUS = frozenset({"not_reversed", "object"})
 
 CW, CCW = 1, -1
 MIN_TURNS = 5.0  # a regular launch gives at least this many turns on the track
+PAIR_S = 0.120  # the firmware's pair window (pair_ms): a pass both ball sensors see
 
 
 def dir_name(d: int) -> str:
@@ -189,6 +191,11 @@ class SpinRecord:
     deflector: int | None
     void: str | None
     rotor_period_s: float
+    # The pocket under ball sensor A when the ball reaches it (the rising edge of its pulse)
+    # at its first and last passes seen by both sensors (the firmware's LAUNCH and DROP
+    # `under`); None when there is no such pass (the last: no drop).
+    under_first: str | None = None
+    under_drop: str | None = None
 
     @property
     def revs(self) -> int:
@@ -222,7 +229,7 @@ class Session:
             "source": "sim",
             "seed": self.seed,
             "scenario": self.scenario_names(),
-            **({"bias": self.params.bias()} if self.params.biased else {}),
+            **({"bias": self.params.bias()} if self.params.bias() else {}),
         }
         recs: list[tuple[int, int, dict[str, Any]]] = []
         # Ties: power first (the cut comes before what the board would see), then sensors,
@@ -272,6 +279,12 @@ class _Builder:
     power: list[tuple[float, str]] = field(default_factory=list)
     spins: list[SpinRecord] = field(default_factory=list)
     rnvp_lead_s: float | None = None
+    hand: Hand | None = None  # a steady croupier's habit (Params.steady_hand > 0)
+    # Pockets under sensor A to name once the rotor's motion is laid out: (spin record,
+    # its launch and drop truth records, the first and last paired passes' instants).
+    unders: list[tuple[SpinRecord, dict, dict | None, float | None, float | None]] = field(
+        default_factory=list
+    )
 
     def rng(self, *key: int) -> np.random.Generator:
         # One stream per spin (and per use): a scenario on spin 5 leaves spin 6's physics alone.
@@ -303,8 +316,43 @@ def _ball_pulses(b: _Builder, track: Track, t_launch: float, t_stop: float) -> N
             b.other.append((t + half, ch, 0))
 
 
-def _rotor_reverse(b: _Builder, rng: np.random.Generator, t_start: float, new_dir: int) -> float:
-    """Brake, push the rotor to new_dir; returns the instant the push ends."""
+def _paired_rises(b: _Builder, track: Track) -> list[float]:
+    """Instants (s from the release) at which the ball reaches sensor A on the passes both
+    sensors see: the rising edge of A's pulse, B's within the firmware's pair window (a
+    release or a drop between the two sensors leaves a pass one of them alone sees)."""
+    r = b.wheel.track_radius_m
+
+    def rises(angle: float) -> np.ndarray:
+        tp = track.passes(angle)
+        if tp.size == 0:
+            return tp
+        w = np.maximum(np.abs(np.interp(tp, track.t, track.omega)), 0.5)
+        return tp - 0.5 * b.params.ball_diameter_m / (r * w)
+
+    ra, rb = (rises(a) for a in b.wheel.ball_sensors_rad)
+    if ra.size == 0 or rb.size == 0:
+        return []
+    near = np.abs(ra[:, None] - rb[None, :]).min(axis=1) <= PAIR_S
+    return [float(x) for x in ra[near]]
+
+
+def _under(b: _Builder, t: float | None) -> str | None:
+    """The pocket under ball sensor A at instant t (the rotor's motion laid out by then)."""
+    if t is None:
+        return None
+    w = b.wheel
+    return w.pockets[w.pocket_under(b.rotor.phi(t), w.ball_sensors_rad[0])]
+
+
+def _rotor_reverse(
+    b: _Builder,
+    rng: np.random.Generator,
+    t_start: float,
+    new_dir: int,
+    period_s: float | None = None,
+) -> float:
+    """Brake, push the rotor to new_dir (to period_s: a steady hand's; else drawn);
+    returns the instant the push ends."""
     tm = b.timing
     b.rotor.coast(t_start)
     t_brake = t_start + _u(rng, tm.brake_s)
@@ -314,6 +362,8 @@ def _rotor_reverse(b: _Builder, rng: np.random.Generator, t_start: float, new_di
         b.rotor.coast(t_brake)
     t_push = t_brake + _u(rng, tm.push_s)
     period = _u(rng, b.params.rotor_period_s)
+    if period_s is not None:
+        period = period_s
     b.rotor.ramp(t_push, new_dir * TWO_PI / period)
     return t_push
 
@@ -345,6 +395,10 @@ def _simulate_spin(
     tm, p, wheel = b.timing, b.params, b.wheel
     rng = b.rng(n)
     b.drift.step(b.rng(n, 1), p)
+    # A steady croupier: is this throw his habit's? Its own stream (a regular hand draws
+    # nothing from it).
+    hand_rng = b.rng(n, 3) if b.hand is not None else None
+    throw = b.hand if hand_rng is not None and hand_rng.random() < p.steady_hand else None
     # Betting: the ball is in the croupier's hand; then the rotor is reversed.
     if relaunch:
         t_rev = t_bets + 0.5
@@ -358,19 +412,26 @@ def _simulate_spin(
         rotor_dir = prev_dir
     else:
         rotor_dir = -prev_dir
-    t_push = _rotor_reverse(b, rng, t_rev, rotor_dir)
+    t_push = _rotor_reverse(
+        b, rng, t_rev, rotor_dir, None if throw is None else throw.rotor_period_s
+    )
     t_launch = t_push + _u(rng, tm.launch_after_push_s)
     b.rotor.coast(t_launch)
     ball_dir = rotor_dir if scenario == "same_dir" else -rotor_dir
+
+    def setup() -> SpinSetup:
+        s = draw_setup(rng, wheel, p, b.drift, ball_dir)
+        if throw is None:
+            return s
+        return replace(s, theta0=throw.angle, omega0=TWO_PI / throw.launch_period_s)
+
     if scenario == "few_revs":
-        track = run_track(
-            wheel, _few_revs_setup(b, draw_setup(rng, wheel, p, b.drift, ball_dir), rng), p.dt_s
-        )
+        track = run_track(wheel, _few_revs_setup(b, setup(), rng), p.dt_s)
     else:
         # A croupier's regular launch is never feeble: at least MIN_TURNS turns on the track,
         # so that "fewer than 4 revolutions" never depends on how laps are counted.
         for _ in range(50):
-            track = run_track(wheel, draw_setup(rng, wheel, p, b.drift, ball_dir), p.dt_s)
+            track = run_track(wheel, setup(), p.dt_s)
             if track.turns >= MIN_TURNS:
                 break
         else:
@@ -384,6 +445,8 @@ def _simulate_spin(
         ball_dir=dir_name(ball_dir),
         rotor_period_us=round(TWO_PI / abs(w_rotor) * 1e6),
     )
+    launch_truth = b.truth[-1][1]
+    rises = _paired_rises(b, track)
     if scenario in ("same_dir", "not_reversed"):
         b.say(
             t_launch,
@@ -413,6 +476,7 @@ def _simulate_spin(
         rotor_period_s=TWO_PI / abs(w_rotor),
     )
     b.spins.append(rec)
+    first = t_launch + rises[0] if rises else None
 
     if scenario == "power_cut":
         t_cut = t_launch + _u(rng, (0.25, 0.45)) * track.t_drop
@@ -423,6 +487,7 @@ def _simulate_spin(
         b.say(t_back, n, "power", what="restore")
 
     if scenario == "object":
+        b.unders.append((rec, launch_truth, None, first, None))
         return _object_incident(b, n, rng, track, t_launch, rec, prev_result, rotor_dir)
 
     t_drop = t_launch + track.t_drop
@@ -439,6 +504,8 @@ def _simulate_spin(
         turns=round(float(track.turns), 3),
         lap_periods_us=[round(x * 1e6) for x in rec.lap_periods_s],
     )
+    last = t_launch + rises[-1] if rises else None
+    b.unders.append((rec, launch_truth, b.truth[-1][1], first, last))
     if track.turns < 4 and rec.void is None:
         rec.void = proto.V_FEW_REVS
         b.say(t_drop, n, "void", reason=proto.V_FEW_REVS)
@@ -458,6 +525,12 @@ def _simulate_spin(
     entry = _pocket_at(b, landing.theta_entry, t_entry)
     entry_ch = round(entry) % wheel.n_pockets
     chans = [(entry_ch + h.offset) % wheel.n_pockets for h in landing.hops]
+    if throw is not None and first is not None and hand_rng is not None:
+        # his habit's throw ends at his distance from the pocket under sensor A at the
+        # first pass, the ball's way over the rotor, within the hand's width
+        u1 = wheel.pocket_under(b.rotor.phi(first), wheel.ball_sensors_rad[0])
+        j = int(hand_rng.integers(0, p.steady_width)) - (p.steady_width - 1) // 2
+        _hop_to(hand_rng, wheel, landing, chans, (u1 + ball_dir * (throw.distance + j)) % 39)
     if p.biased:
         _bias_rest(b, n, landing, chans)
     final = chans[-1]
@@ -529,8 +602,18 @@ def _bias_rest(b: _Builder, n: int, landing: Landing, chans: list[int]) -> None:
         target = (first + int(rng.integers(0, p.low_sector_width))) % wheel.n_pockets
     else:
         return
+    _hop_to(rng, wheel, landing, chans, target)
+
+
+def _hop_to(
+    rng: np.random.Generator, wheel: Wheel, landing: Landing, chans: list[int], target: int
+) -> None:
+    """The ball's last hops take it on, the shorter way round, into pocket channel
+    `target` (the sensors see those hops)."""
     k = wheel.n_pockets
     way = (target - chans[-1]) % k
+    if way == 0:
+        return  # there already
     step = 1 if way <= k // 2 else -1
     left = way if step > 0 else k - way
     last = landing.hops[-1]
@@ -703,6 +786,8 @@ def simulate_session(
     b = _Builder(w, p, tm, seed, Rotor(friction=p.rotor_friction), rnvp_lead_s=rnvp_lead_s)
     rng0 = b.rng(0)
     b.rotor.phi0 = float(rng0.uniform(0, TWO_PI))
+    if p.steady_hand:
+        b.hand = Hand.draw(b.rng(0, 3), p)
     if p.wheel_spread:
         # another wheel for this session (drawn only when asked: other streams stay as they were)
         b.drift.wheel = math.exp(p.wheel_spread * float(np.clip(rng0.normal(), -2.5, 2.5)))
@@ -748,17 +833,23 @@ def simulate_session(
         b.say(t_open, spins, "tamper", what="lid")
         end = t_shut + 2.0
     b.rotor.coast(end)
+    for rec, launch_truth, drop_truth, t_first, t_last in b.unders:
+        # the rotor's motion is laid out to the end now: name the pockets under sensor A
+        rec.under_first, rec.under_drop = _under(b, t_first), _under(b, t_last)
+        launch_truth["under"] = rec.under_first
+        if drop_truth is not None:
+            drop_truth["under"] = rec.under_drop
 
     raw: list[tuple[float, int, int]] = []
     if edges:
-        ts, is_b, vals = b.rotor.quadrature_edges(w.rotor_slots)
+        ts, is_b, vals = b.rotor.quadrature_edges(w.rotor_slots, w.rotor_sensor_rad, w.mark_count)
         raw = [
             (float(t_), channels.ROTOR_B if bb else channels.ROTOR_A, int(v))
             for t_, bb, v in zip(ts.tolist(), is_b.tolist(), vals.tolist(), strict=True)
         ]
         raw += b.other
         raw += _pocket_edges(b, end)
-    a0, b0 = Rotor.levels_at(b.rotor.phi0, w.rotor_slots)
+    a0, b0 = Rotor.levels_at(b.rotor.phi0, w.rotor_slots, w.rotor_sensor_rad, w.mark_count)
     initial = {ch: 0 for ch in range(channels.POCKETS)}
     initial.update(
         {

@@ -35,10 +35,28 @@ class Wheel:
     deflector_radius_m: float
     ball_sensors_rad: tuple[float, float]
     rotor_slots: int
+    # The rotor's place (geometry.rotor_sensor_deg, rotor_mark_deg): rotor sensor A's stator
+    # angle, and the rotor angle of the encoder disc's wide slot (None: a disc without one).
+    rotor_sensor_rad: float = 0.0
+    rotor_mark_rad: float | None = None
 
     @property
     def n_pockets(self) -> int:
         return len(self.pockets)
+
+    @property
+    def mark_count(self) -> int | None:
+        """The quadrature count (0 .. 4·slots − 1, as rmcfw.rotor numbers it: floor((φ −
+        rotor_sensor)/step)) of the wide slot's first state; None without a mark."""
+        if self.rotor_mark_rad is None:
+            return None
+        k = round(self.rotor_mark_rad * self.rotor_slots / (2.0 * math.pi))
+        return (-4 * k) % (4 * self.rotor_slots)
+
+    def pocket_under(self, phi: float, angle: float) -> int:
+        """Pocket channel whose centre is nearest the stator angle `angle` with the rotor at
+        `phi` (pocket i's centre sits at φ + i·pitch)."""
+        return round((angle - phi) / self.pocket_angle) % self.n_pockets
 
     @property
     def pocket_angle(self) -> float:
@@ -78,6 +96,10 @@ def load_wheel(path: str | Path | None = None) -> Wheel:
             deflector_radius_m=float(geo["deflector_ring_radius_m"]),
             ball_sensors_rad=(sensors[0], sensors[1]),
             rotor_slots=int(geo["rotor_encoder_slots"]),
+            rotor_sensor_rad=math.radians(float(geo.get("rotor_sensor_deg", 0.0))),
+            rotor_mark_rad=None
+            if geo.get("rotor_mark_deg") is None
+            else math.radians(float(geo["rotor_mark_deg"])),
         )
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise ValueError(f"bad wheel definition {p}: {exc!r}") from exc
@@ -93,4 +115,8 @@ def load_wheel(path: str | Path | None = None) -> Wheel:
         raise ValueError(f"{p}: drop_angle_deg must be between 0 and 85")
     if wheel.rotor_slots < 1:
         raise ValueError(f"{p}: rotor_encoder_slots must be positive")
+    if wheel.rotor_mark_rad is not None:
+        k = wheel.rotor_mark_rad * wheel.rotor_slots / (2.0 * math.pi)
+        if abs(k - round(k)) > 1e-3:
+            raise ValueError(f"{p}: rotor_mark_deg must be a multiple of 360/rotor_encoder_slots")
     return wheel

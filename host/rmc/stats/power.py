@@ -4,7 +4,11 @@ Two biases, each at a false-alarm rate `alpha` (1 %) and a power (90 %):
 
 - (a) one pocket coming out 1 in 34 instead of 1 in 39 (the others share the rest evenly);
 - (b) a sector of 5 neighbouring pockets 20 % too frequent (evenly inside it; the others
-  share the rest evenly).
+  share the rest evenly);
+- (c) a dealer's signature (`rmc.stats.signature`): with probability S a throw ends within
+  W neighbouring distances of the pocket under the ball sensor (evenly), otherwise anywhere:
+  those distances come out (1 − S)/39 + S/W each (`rmc sim --steady-hand S`), 5 @ 0.1 unless
+  asked; tested by the chi-square on the 39 distances and the peak scan (widths 3-9).
 
 Per test: Pearson's chi-square — from the noncentral chi-square law (38 dof, noncentrality
 n·Σ(p₁−p₀)²/p₀), exact given the law; the pocket's binomial test at Holm's first step
@@ -51,6 +55,19 @@ def sector_bias(width: int = 5, excess: float = 0.2, at: int = 0) -> Bias:
     return Bias("sector", p, f"a sector of {width} pockets {excess:.0%} too frequent")
 
 
+def signature_bias(width: int = 5, strength: float = 0.1, at: int = 0) -> Bias:
+    """A dealer's signature over the 39 distances: S of the throws within `width` of them."""
+    if not (1 <= width <= POCKETS and 0 < strength <= 1):
+        raise ValueError("a signature needs a width of 1-39 distances and a strength in (0, 1]")
+    p = np.full(POCKETS, (1 - strength) / POCKETS)
+    p[[(at + k) % POCKETS for k in range(width)]] += strength / width
+    return Bias(
+        "signature",
+        p,
+        f"a dealer's signature: {strength:.0%} of throws within {width} distances",
+    )
+
+
 @dataclass(frozen=True)
 class PowerRow:
     bias: str
@@ -87,23 +104,36 @@ def binom_spins(q: float, alpha: float = ALPHA / POCKETS, power: float = POWER) 
     return hi
 
 
-def scan_power(p1: np.ndarray, n: int, alpha: float = ALPHA, draws: int = 1000) -> float:
-    crit = sectors.critical_value(n, alpha)
+def scan_power(
+    p1: np.ndarray,
+    n: int,
+    alpha: float = ALPHA,
+    draws: int = 1000,
+    widths: tuple[int, ...] = sectors.WIDTHS,
+) -> float:
+    crit = sectors.critical_value(n, alpha, widths=widths)
     rng = np.random.default_rng([SEED, n])
-    z = sectors.scan_z(rng.multinomial(n, p1, size=draws))[0]
+    z = sectors.scan_z(rng.multinomial(n, p1, size=draws), widths)[0]
     return float((z > crit).mean())
 
 
-def scan_spins(p1: np.ndarray, alpha: float = ALPHA, power: float = POWER) -> int:
-    """Spins for the sector scan to reach `power` at `alpha`, by simulation (to ~3 %)."""
-    lo, hi = 100, 200
-    while scan_power(p1, hi, alpha) < power:
+def scan_spins(
+    p1: np.ndarray,
+    alpha: float = ALPHA,
+    power: float = POWER,
+    widths: tuple[int, ...] = sectors.WIDTHS,
+    start: int = 100,
+) -> int:
+    """Spins for the sector scan (or the signature's peak scan: `widths`) to reach `power`
+    at `alpha`, by simulation (to ~3 %), looking from `start` spins up."""
+    lo, hi = start, 2 * start
+    while scan_power(p1, hi, alpha, widths=widths) < power:
         lo, hi = hi, hi * 2
         if hi > 10_000_000:
             raise ValueError("the scan does not reach that power below 10 million spins")
     while hi / lo > 1.03:
         mid = round((lo * hi) ** 0.5)
-        lo, hi = (mid, hi) if scan_power(p1, mid, alpha) < power else (lo, mid)
+        lo, hi = (mid, hi) if scan_power(p1, mid, alpha, widths=widths) < power else (lo, mid)
     return hi
 
 
@@ -122,8 +152,11 @@ def monitor_delays(p1: np.ndarray, runs: int = 100, limit: int = 150_000) -> np.
     return np.concatenate(out)
 
 
-def power_table(monitor_runs: int = 0) -> list[PowerRow]:
-    a, b = pocket_bias(), sector_bias()
+def power_table(monitor_runs: int = 0, signature: tuple[int, float] = (5, 0.1)) -> list[PowerRow]:
+    """The rows of `rmc stats --power`; `signature`: the dealer signature's (width, S)."""
+    from rmc.stats.signature import WIDTHS as PEAKS
+
+    a, b, c = pocket_bias(), sector_bias(), signature_bias(*signature)
     rows = [
         PowerRow(a.what, "chi-square (38 dof)", chi2_spins(a.probs), None, "noncentral chi-square"),
         PowerRow(
@@ -135,6 +168,20 @@ def power_table(monitor_runs: int = 0) -> list[PowerRow]:
         ),
         PowerRow(b.what, "chi-square (38 dof)", chi2_spins(b.probs), None, "noncentral chi-square"),
         PowerRow(b.what, "sector scan", scan_spins(b.probs), None, "simulation"),
+        PowerRow(
+            c.what,
+            "signature chi-square (38 dof)",
+            chi2_spins(c.probs),
+            None,
+            "noncentral chi-square",
+        ),
+        PowerRow(
+            c.what,
+            "signature peak scan (3-9)",
+            scan_spins(c.probs, widths=PEAKS, start=10),
+            None,
+            "simulation",
+        ),
     ]
     if monitor_runs:
         for bias in (a, b):

@@ -18,6 +18,7 @@ from rmc.stats import sectors
 from rmc.stats.chances import chance_tests
 from rmc.stats.monitor import Monitor
 from rmc.stats.pockets import pocket_tests
+from rmc.stats.signature import analyse_signature
 from rmc.stats.sources import Result
 from rmc.stats.wheel_order import WheelOrder
 
@@ -138,15 +139,21 @@ def group_key(r: Result, by: str) -> str:
 def analyse_groups(
     results: Sequence[Result], order: WheelOrder, by: str, alpha: float = ALPHA
 ) -> dict[str, Any]:
-    """The battery per group, and whether the groups share one distribution over the
-    pockets (chi-square test of homogeneity, groups × pockets)."""
+    """The battery per group (the dealer's signature included), and whether the groups
+    share one distribution over the pockets (chi-square test of homogeneity, groups ×
+    pockets)."""
     groups: dict[str, list[int]] = {}
+    members: dict[str, list[Result]] = {}
     idx = order.indices(r.number for r in results)
     for r, x in zip(results, idx.tolist(), strict=True):
         groups.setdefault(group_key(r, by), []).append(x)
+        members.setdefault(group_key(r, by), []).append(r)
     out: dict[str, Any] = {"by": by, "groups": {}}
     for k, xs in groups.items():
-        out["groups"][k] = analyse(np.asarray(xs), order, alpha)
+        g = analyse(np.asarray(xs), order, alpha)
+        g["signature"], flags = analyse_signature(members[k], order, alpha)
+        g["flags"] += flags
+        out["groups"][k] = g
     table = np.array([order.counts(np.asarray(xs)) for xs in groups.values()])
     table = table[:, table.sum(axis=0) > 0]
     if table.shape[0] >= 2 and table.shape[1] >= 2:

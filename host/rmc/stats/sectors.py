@@ -9,6 +9,9 @@ few tens of milliseconds for any n.
 
 p = (1 + #{fair draws with a statistic ≥ the one seen}) / (1 + draws): never 0, resolution
 1/(draws + 1).
+
+The widths are a parameter: the dealer's signature (`rmc.stats.signature`) scans the 39
+distances of the results from a pocket for a peak of 3 to 9, with the same machinery.
 """
 
 from __future__ import annotations
@@ -36,18 +39,20 @@ class ScanResult:
     draws: int
 
 
-def scan_z(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def scan_z(
+    counts: np.ndarray, widths: tuple[int, ...] = WIDTHS
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For counts of shape (K, 39) in wheel order: the largest z of each row, and its
     sector's start and width."""
     c = np.atleast_2d(np.asarray(counts, dtype=np.float64))
     k = c.shape[0]
     n = c.sum(axis=1)
-    ext = np.concatenate([np.zeros((k, 1)), c, c[:, : max(WIDTHS) - 1]], axis=1).cumsum(axis=1)
+    ext = np.concatenate([np.zeros((k, 1)), c, c[:, : max(widths) - 1]], axis=1).cumsum(axis=1)
     best = np.full(k, -np.inf)
     start = np.zeros(k, dtype=np.int64)
     width = np.zeros(k, dtype=np.int64)
     safe_n = np.where(n > 0, n, 1.0)
-    for w in WIDTHS:
+    for w in widths:
         p = w / POCKETS
         sums = ext[:, w : w + POCKETS] - ext[:, :POCKETS]  # sector s = pockets s .. s+w-1
         z = (sums - safe_n[:, None] * p) / np.sqrt(safe_n[:, None] * p * (1 - p))
@@ -61,39 +66,49 @@ def scan_z(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @lru_cache(maxsize=64)
-def null_distribution(n: int, draws: int = NULL_DRAWS, seed: int = NULL_SEED) -> np.ndarray:
+def null_distribution(
+    n: int, draws: int = NULL_DRAWS, seed: int = NULL_SEED, widths: tuple[int, ...] = WIDTHS
+) -> np.ndarray:
     """The scan statistic of `draws` fair wheels of n results, sorted (cached per n)."""
-    rng = np.random.default_rng([seed, n])
+    key = [seed, n] if widths == WIDTHS else [seed, n, *widths]  # (the sectors' stream as it was)
+    rng = np.random.default_rng(key)
     out = np.empty(draws)
     chunk = 2500
     for i in range(0, draws, chunk):
         m = min(chunk, draws - i)
-        out[i : i + m] = scan_z(rng.multinomial(n, np.full(POCKETS, 1 / POCKETS), size=m))[0]
+        draw = rng.multinomial(n, np.full(POCKETS, 1 / POCKETS), size=m)
+        out[i : i + m] = scan_z(draw, widths)[0]
     out.sort()
     out.flags.writeable = False
     return out
 
 
-def p_value(z: float | np.ndarray, n: int, draws: int = NULL_DRAWS) -> np.ndarray:
+def p_value(
+    z: float | np.ndarray, n: int, draws: int = NULL_DRAWS, widths: tuple[int, ...] = WIDTHS
+) -> np.ndarray:
     """Calibrated p-values of scan statistics of n results."""
-    null = null_distribution(n, draws)
+    null = null_distribution(n, draws, widths=widths)
     exceed = null.size - np.searchsorted(null, np.asarray(z) - 1e-12, side="left")
     return (1.0 + exceed) / (1.0 + null.size)
 
 
-def critical_value(n: int, alpha: float, draws: int = NULL_DRAWS) -> float:
+def critical_value(
+    n: int, alpha: float, draws: int = NULL_DRAWS, widths: tuple[int, ...] = WIDTHS
+) -> float:
     """The scan statistic a fair wheel of n results exceeds with probability alpha."""
-    null = null_distribution(n, draws)
+    null = null_distribution(n, draws, widths=widths)
     return float(np.quantile(null, 1 - alpha))
 
 
-def scan(counts: np.ndarray, draws: int = NULL_DRAWS) -> ScanResult:
+def scan(
+    counts: np.ndarray, draws: int = NULL_DRAWS, widths: tuple[int, ...] = WIDTHS
+) -> ScanResult:
     """The scan of one count vector (39, wheel order)."""
     c = np.asarray(counts, dtype=np.int64)
     n = int(c.sum())
     if n == 0:
         raise ValueError("no results")
-    z, s, w = (x[0] for x in scan_z(c[None, :]))
+    z, s, w = (x[0] for x in scan_z(c[None, :], widths))
     s, w = int(s), int(w)
     count = int(sum(c[(s + k) % POCKETS] for k in range(w)))
     return ScanResult(
@@ -103,6 +118,6 @@ def scan(counts: np.ndarray, draws: int = NULL_DRAWS) -> ScanResult:
         width=w,
         count=count,
         expected=n * w / POCKETS,
-        p=float(p_value(z, n, draws)),
+        p=float(p_value(z, n, draws, widths)),
         draws=draws,
     )

@@ -6,7 +6,12 @@ table service's database, each result with what is on record about it.
   simulator trace: its `launch` truth record; the database: the stored LAUNCH frame).
 - **croupier**: the chef de table of the session the result fell in, as the SOPEN frame
   (database: `sessions.chef`) names him — the person on record for the table. The croupier
-  working the wheel is on no frame yet (the dealer-signature fields are for later).
+  working the wheel is on no frame yet.
+- **under_first**, **under_drop**: the pocket under ball sensor A at the ball's first pass
+  and at its last pass before the drop (the `under` of its LAUNCH and DROP frames; a
+  simulator's `launch` and `drop` truth records), for the dealer's signature
+  (`rmc.stats.signature`); None when not on record (an older firmware, `-`: the rotor's
+  place not known).
 - **session**: the session's number (SOPEN's `session`; database: `results.session`).
 - **t_us**: when the result was received, µs since the epoch (a frame's `rx_ms`; database:
   `results.rx_us`), for --since.
@@ -38,6 +43,8 @@ class Result:
     direction: str | None = None
     croupier: str | None = None
     session: str | None = None
+    under_first: str | None = None
+    under_drop: str | None = None
 
 
 @dataclass
@@ -150,17 +157,20 @@ def _from_frames(checker: Any, results: list[dict], rx: dict) -> list[Result]:
     from rmc.frames import FrameError
 
     rdir: dict[int, str] = {}
+    under: dict[tuple[str, int], str] = {}
     where: dict[int, tuple[str | None, str | None, int | None]] = {}
     session: tuple[str | None, str | None] | None = None
     for key in checker.keys():
         f = checker.frames[key]
         t = f.type
-        if t not in ("LAUNCH", "SOPEN", "SCLOSE", "RES"):
+        if t not in ("LAUNCH", "DROP", "SOPEN", "SCLOSE", "RES"):
             continue
         try:
             fl = f.fields
-            if t == "LAUNCH":
-                if fl.get("rdir") in ("cw", "ccw"):
+            if t in ("LAUNCH", "DROP"):
+                if _pocket(fl.get("under")):
+                    under[t, int(fl["spin"])] = fl["under"]
+                if t == "LAUNCH" and fl.get("rdir") in ("cw", "ccw"):
                     rdir[int(fl["spin"])] = fl["rdir"]
             elif t == "SOPEN":
                 session = (fl.get("session"), fl.get("chef"))
@@ -178,12 +188,21 @@ def _from_frames(checker: Any, results: list[dict], rx: dict) -> list[Result]:
     for r in results:
         n = r["spin"]
         sess, chef, t_us = where.get(n, (None, None, None))
-        out.append(Result(r["result"], n, t_us, rdir.get(n), chef, sess))
+        first, drop = under.get(("LAUNCH", n)), under.get(("DROP", n))
+        out.append(Result(r["result"], n, t_us, rdir.get(n), chef, sess, first, drop))
     return out
+
+
+def _pocket(v: Any) -> bool:
+    """A pocket label (an `under` field's value that names one; "-" does not)."""
+    from rmcfw import numbers
+
+    return isinstance(v, str) and v in numbers.INDEX
 
 
 def _from_truth(records: list[dict[str, Any]]) -> list[Result]:
     rdir: dict[Any, str] = {}
+    under: dict[tuple[str, Any], str] = {}
     sessions = 0
     out = []
     for r in records:
@@ -192,8 +211,11 @@ def _from_truth(records: list[dict[str, Any]]) -> list[Result]:
         ev = r.get("event")
         if ev == "session_open":
             sessions += 1
-        elif ev == "launch" and r.get("rotor_dir") in ("cw", "ccw"):
-            rdir[r.get("spin")] = r["rotor_dir"]
+        elif ev in ("launch", "drop"):
+            if ev == "launch" and r.get("rotor_dir") in ("cw", "ccw"):
+                rdir[r.get("spin")] = r["rotor_dir"]
+            if _pocket(r.get("under")):
+                under[ev, r.get("spin")] = r["under"]
         elif ev == "rest" and not r.get("void") and isinstance(r.get("pocket"), str):
             spin = r.get("spin")
             out.append(
@@ -204,6 +226,8 @@ def _from_truth(records: list[dict[str, Any]]) -> list[Result]:
                     rdir.get(spin),
                     None,
                     str(sessions) if sessions else None,
+                    under.get(("launch", spin)),
+                    under.get(("drop", spin)),
                 )
             )
     return out
@@ -213,12 +237,13 @@ def _from_truth(records: list[dict[str, Any]]) -> list[Result]:
 
 _RDIR = re.compile(r",rdir=(cw|ccw)[,#*]")
 _SPIN = re.compile(r",spin=(0|[1-9][0-9]{0,9})[,#*]")
+_UNDER = re.compile(r",under=([0-9]{1,2}|CMC)[,#*]")  # a pocket ("-": not known)
 
 
-def read_database(url: str, table: str, since_us: int | None, directions: bool) -> Source:
-    """A table's valid results from the service's database (`rmc serve`), oldest first;
-    the rotor directions (from the stored LAUNCH frames) only when asked: it reads every
-    frame of the table."""
+def read_database(url: str, table: str, since_us: int | None, directions: bool = True) -> Source:
+    """A table's valid results from the service's database (`rmc serve`), oldest first,
+    with the rotor directions and the pockets under the ball sensor from the stored LAUNCH
+    and DROP frames (it reads every frame of the table; `directions` False: none of it)."""
     from rmc.serve.store import StoreError
     from rmc.served_db import DatabaseError, open_store, shown_url
 
@@ -233,11 +258,18 @@ def read_database(url: str, table: str, since_us: int | None, directions: bool) 
         rows = store.results(table, last=2**62, valid_only=True)
         chefs = {s["session"]: s["chef"] for s in reversed(store.sessions(table, last=2**62))}
         rdir: dict[int, str] = {}
+        under: dict[tuple[str, int], str] = {}
         if directions:
             for f in store.frames(table):
-                if f.type == "LAUNCH":
-                    d, s = _RDIR.search(f.line), _SPIN.search(f.line)
-                    if d and s:
+                if f.type == "LAUNCH" or f.type == "DROP":
+                    s = _SPIN.search(f.line)
+                    if s is None:
+                        continue
+                    u = _UNDER.search(f.line)
+                    if u and _pocket(u.group(1)):
+                        under[f.type, int(s.group(1))] = u.group(1)
+                    d = _RDIR.search(f.line) if f.type == "LAUNCH" else None
+                    if d:
                         rdir[int(s.group(1))] = d.group(1)
     except StoreError as e:
         raise SourceError(str(e)) from None
@@ -257,6 +289,8 @@ def read_database(url: str, table: str, since_us: int | None, directions: bool) 
             rdir.get(r["spin"]),
             chefs.get(r["session"]),
             None if r["session"] is None else str(r["session"]),
+            under.get(("LAUNCH", r["spin"])),
+            under.get(("DROP", r["spin"])),
         )
         for r in rows
     ]
