@@ -3,7 +3,15 @@ reason and exit 2, never a traceback; and the service's work with no table attac
 
 from __future__ import annotations
 
+import http.client
+import json
+import shutil
 import socket
+import ssl
+import subprocess
+import sys
+import urllib.error
+import urllib.request
 
 import pytest
 from cli_support import rmc
@@ -161,3 +169,54 @@ def test_a_table_that_goes_silent_is_reported(tmp_path):
                 wait_for(lambda: not chef.table("T01")["link"]["silent"], 30, "heard again")
         finally:
             assert served.stop() == 0
+
+
+def test_another_address_than_loopback_needs_tls_or_plain_http_asked_for(tmp_path):
+    # refused before anything listens: the operators' tokens would cross the network in clear
+    p = rmc("serve", "--table", "T01=loop://", "--db", f"sqlite:///{tmp_path}/a.db",
+            "--http", "0.0.0.0:0", cwd=tmp_path, timeout=60)  # fmt: skip
+    assert "needs TLS" in one_line_exit_2(p)
+    p = rmc("serve", "--table", "T01=loop://", "--http", "127.0.0.1:0", "--tls-cert", "c.pem",
+            cwd=tmp_path, timeout=60)  # fmt: skip
+    assert "both a certificate and its key" in one_line_exit_2(p)
+    (tmp_path / "c.pem").write_text("not a certificate\n")
+    (tmp_path / "k.pem").write_text("not a key\n")
+    p = rmc("serve", "--table", "T01=loop://", "--http", "127.0.0.1:0", "--tls-cert", "c.pem",
+            "--tls-key", "k.pem", cwd=tmp_path, timeout=60)  # fmt: skip
+    assert "TLS: cannot use" in one_line_exit_2(p)
+
+
+def _self_signed(folder) -> tuple[str, str]:
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+         "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return str(cert), str(key)
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="no openssl to make a certificate")
+def test_serve_over_tls(tmp_path):
+    cert, key = _self_signed(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmc", "serve", "--table", "T01=loop://",
+         "--db", f"sqlite:///{tmp_path}/a.db", "--http", "127.0.0.1:0",
+         "--tls-cert", cert, "--tls-key", key],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline()
+        assert "listening on https://127.0.0.1:" in line, line + proc.stderr.read()
+        url = line.rsplit("listening on ", 1)[1].strip()
+        ctx = ssl.create_default_context(cafile=cert)
+        with urllib.request.urlopen(f"{url}/api/health", context=ctx, timeout=30) as r:
+            assert json.loads(r.read())["database"]["ok"] is True
+        # the same port in plain HTTP answers nothing a client could take for the API
+        plain = url.replace("https://", "http://")
+        with pytest.raises((urllib.error.URLError, ConnectionError, http.client.HTTPException)):
+            urllib.request.urlopen(f"{plain}/api/health", timeout=30).read()
+    finally:
+        proc.terminate()
+        proc.wait(30)

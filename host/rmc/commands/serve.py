@@ -2,7 +2,7 @@
 
   rmc serve [--config FILE.toml] [--table ID=URL ...] [--db URL] [--http HOST:PORT]
             [--key-file ID=FILE ...] [--mqtt mqtt://HOST:PORT [--mqtt-prefix PREFIX]]
-            [--lease NAME]
+            [--lease NAME] [--tls-cert PEM --tls-key PEM | --plain-http]
   rmc serve --replay TRACE [--speed X] [--config FILE.toml] [--db URL] [--http HOST:PORT]
 
 One process connects to every table it is given (serial devices, `socket://` URLs such as the
@@ -19,6 +19,9 @@ database (QoS 1: a broker away, or the service killed, loses nothing); `rmc subs
 verifies them (docs/mqtt.md).
 --lease NAME shares the database with other services: each table is served by the one that
 holds its lease, and taken over within seconds when that one dies (docs/serve.md).
+On an address other than loopback it serves HTTPS (--tls-cert and --tls-key, or tls_cert and
+tls_key in the configuration file), or refuses to start: the operators' tokens would cross
+the network in clear. --plain-http allows that, for a TLS proxy in front.
 Ctrl-C or SIGTERM stops it after the rows received are written. Exit 2 on a configuration,
 database or address it cannot use, with a one-line reason.
 
@@ -51,6 +54,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--http", metavar="HOST:PORT", help="where the API listens (127.0.0.1:8019)")
     p.add_argument(
         "--key-file", action="append", default=[], metavar="ID=FILE", help="a table's HMAC key"
+    )
+    p.add_argument("--tls-cert", metavar="PEM", help="serve HTTPS with this certificate chain")
+    p.add_argument("--tls-key", metavar="PEM", help="... and this private key")
+    p.add_argument(
+        "--plain-http",
+        action="store_true",
+        help="allow plain HTTP on an address other than loopback (tokens in clear)",
     )
     p.add_argument("--mqtt", metavar="URL", help="publish on this MQTT broker (docs/mqtt.md)")
     p.add_argument("--mqtt-prefix", metavar="PREFIX", help="its topics' prefix (default rmc)")
@@ -95,6 +105,9 @@ def build_config(args: argparse.Namespace, feed=None, replay_db: str | None = No
         cfg.db = args.db
     if args.http:
         cfg.http = args.http
+    cfg.tls_cert = args.tls_cert or cfg.tls_cert
+    cfg.tls_key = args.tls_key or cfg.tls_key
+    cfg.plain_http = args.plain_http or cfg.plain_http
     cfg.mqtt = args.mqtt or cfg.mqtt
     cfg.mqtt_prefix = args.mqtt_prefix or cfg.mqtt_prefix
     cfg.lease = getattr(args, "lease", None) or cfg.lease
@@ -171,6 +184,7 @@ def _serve(cfg, host: str, port: int, feed=None) -> int:
     import uvicorn
 
     from rmc.serve.api import create_app
+    from rmc.serve.config import is_loopback
     from rmc.serve.service import Service
 
     # The socket is bound here, before anything starts: a port in use is one clear line.
@@ -192,29 +206,35 @@ def _serve(cfg, host: str, port: int, feed=None) -> int:
         service.start()
         bound = sock.getsockname()[1]
         where = f"[{host}]" if family == socket.AF_INET6 else host
+        scheme = "https" if cfg.tls_cert else "http"
         print(
             f"rmc serve: {len(cfg.tables)} table(s), database {service.store.url}, "  # type: ignore[union-attr]
-            f"listening on http://{where}:{bound}",
+            f"listening on {scheme}://{where}:{bound}",
             flush=True,
         )
-        if not _loopback(host):
+        if not cfg.tls_cert and not is_loopback(host):
             from rmc.console import err_console
 
             err_console().print(
-                f"rmc serve: listening on {host} in plain HTTP: the operators' tokens cross "
-                "the network in clear (put a TLS proxy in front); the display pages need none "
+                f"rmc serve: listening on {host} in plain HTTP, as asked: the operators' "
+                "tokens cross the network in clear; the display pages need none "
                 "(docs/pages.md)"
             )
         if feed is not None:
             print(
                 f"rmc serve: replaying {len(feed.lines)} frame(s) of table {feed.table} from "
                 f"{cfg.tables[0].url} at speed {feed.speed:g}; display: "
-                f"http://{where}:{bound}/display/{feed.table}",
+                f"{scheme}://{where}:{bound}/display/{feed.table}",
                 flush=True,
             )
         # live event streams never end by themselves: they are cut after 2 s at shutdown
         config = uvicorn.Config(
-            create_app(service), log_level="warning", access_log=False, timeout_graceful_shutdown=2
+            create_app(service),
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=2,
+            ssl_certfile=cfg.tls_cert,
+            ssl_keyfile=cfg.tls_key,
         )
         _Server(config).run(sockets=[sock])
     except _Stopped:
@@ -224,17 +244,6 @@ def _serve(cfg, host: str, port: int, feed=None) -> int:
         sock.close()
     sys.stdout.flush()
     return 0
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name: it may be reached from elsewhere
 
 
 def _server_class():

@@ -57,6 +57,9 @@ class ServeConfig:
     mqtt: str | None = None  # a broker's URL: results published there (rmc.serve.mqtt)
     mqtt_prefix: str | None = None  # its topics' prefix (default: the URL's path, else "rmc")
     lease: str | None = None  # this service's name in the tables' leases (rmc.serve.lease)
+    tls_cert: str | None = None  # HTTPS: the certificate chain (PEM) ...
+    tls_key: str | None = None  # ... and its private key
+    plain_http: bool = False  # plain HTTP on another address than loopback, asked for
     standby: set[str] = field(default_factory=set)  # tables taken only when their lease expired
 
     @property
@@ -132,6 +135,10 @@ def load(path: Path | None) -> ServeConfig:
     cfg.mqtt = str(data["mqtt"]) if data.get("mqtt") else None
     cfg.mqtt_prefix = str(data["mqtt_prefix"]) if data.get("mqtt_prefix") else None
     cfg.lease = str(data["lease"]) if data.get("lease") else None
+    for name in ("tls_cert", "tls_key"):
+        if data.get(name):
+            setattr(cfg, name, str(base / str(data[name])))
+    cfg.plain_http = data.get("plain_http") is True
     for t in _list(data, "table", path):
         key = read_key(base / t["key_file"]) if t.get("key_file") else None
         cfg.tables.append(table_spec(str(t.get("id", "")), str(t.get("url", "")), key))
@@ -168,7 +175,8 @@ def check(cfg: ServeConfig) -> None:
     digests = [o.token_sha256 for o in cfg.operators]
     if len(set(digests)) != len(digests):
         raise ConfigError("two operators share a token")
-    parse_http(cfg.http)
+    host, _ = parse_http(cfg.http)
+    check_tls(cfg, host)
     if cfg.lease is not None and not _LEASE.fullmatch(cfg.lease):
         raise ConfigError(f"lease name {cfg.lease!r}: 1 to 64 letters, digits, '.', '-' or '_'")
     if cfg.standby and cfg.lease is None:
@@ -188,3 +196,37 @@ def _list(data: dict, name: str, path: Path) -> list[dict]:
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         raise ConfigError(f"{path}: [[{name}]] must be a list of tables")
     return items
+
+
+def check_tls(cfg: ServeConfig, host: str) -> None:
+    """HTTPS when both files are given and load; on an address other than loopback the
+    operators' tokens would cross the network: TLS is then required, unless plain HTTP is
+    asked for (a TLS proxy in front, a closed network)."""
+    if (cfg.tls_cert is None) != (cfg.tls_key is None):
+        raise ConfigError("TLS needs both a certificate and its key (tls_cert and tls_key)")
+    if cfg.tls_cert is not None:
+        import ssl
+
+        try:
+            ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+                cfg.tls_cert, cfg.tls_key
+            )
+        except (OSError, ssl.SSLError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise ConfigError(f"TLS: cannot use {cfg.tls_cert} with {cfg.tls_key}: {why}") from None
+    elif not is_loopback(host) and not cfg.plain_http:
+        raise ConfigError(
+            f"listening on {host} needs TLS: give tls_cert and tls_key (--tls-cert, "
+            "--tls-key), or --plain-http to send the operators' tokens in clear"
+        )
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may be reached from elsewhere
