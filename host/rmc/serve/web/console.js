@@ -20,7 +20,7 @@ const VERB_WORDS = {
 };
 const JOURNAL_KINDS = new Set([
   "fault", "tamper", "alert", "violation", "rejected", "forced_close", "void", "incident",
-  "setting", "last3", "session_open", "session_close",
+  "setting", "last3", "session_open", "session_close", "integrity",
 ]);
 
 // what the tests read

@@ -24,6 +24,8 @@ export function words(kind, d = {}) {
       return `« Les trois derniers coups » : dernier coup n° ${d.last}, encore ${d.left}`;
     case "session_open":
       return `Session ${d.session} ouverte par ${d.chef}`;
+    case "integrity":
+      return `Intégrité de la roue : alarme du suivi (${d.detector}, après ${d.results} résultats)`;
     case "session_close":
       return `Session ${d.session} fermée, ${d.spins} coups${d.reason ? `, raison : ${d.reason}` : ""}`;
     default:
