@@ -273,16 +273,16 @@ class Board:
         self.store.before_save = self.journal.flush
         # state and journal read back, then the journal, the wire and BOOT (rmcfw.recover)
         self.encoder, self.wire = recover.power_up(
-            self.table,
-            self.journal,
-            _read_text("table.txt", "T01"),
-            key,
-            self.send,
-            time.ticks_us,
-            time.ticks_ms,
-            self.reset,
-            self._rotor_levels,
-            self._feed,
+            tb=self.table,
+            jr=self.journal,
+            table_id=_read_text("table.txt", "T01"),
+            key=key,
+            send=self.send,
+            now_us=time.ticks_us,
+            now_ms=time.ticks_ms,
+            reset=self.reset,
+            rotor_levels=self._rotor_levels,
+            tick=self._feed,
         )
 
         self.wire.room = self._tx_room  # RESENDs served as far as the line takes them

@@ -59,15 +59,15 @@ class Bench:
         self.tb = tb = table.Table(WHEEL, self._no_frame, store.Store(self.folder))
         self.journal = journal.Journal(self.folder + "/journal")
         self.enc, self.wire = recover.power_up(
-            tb,
-            self.journal,
-            "T01",
-            None,
-            self.send,
-            lambda: ticks.wrap(t),
-            self.ms,
-            "power",
-            (self.levels[channels.ROTOR_A], self.levels[channels.ROTOR_B]),
+            tb=tb,
+            jr=self.journal,
+            table_id="T01",
+            key=None,
+            send=self.send,
+            now_us=lambda: ticks.wrap(t),
+            now_ms=self.ms,
+            reset="power",
+            rotor_levels=(self.levels[channels.ROTOR_A], self.levels[channels.ROTOR_B]),
         )
         # the levels held across the cut, as the board reads them at power-up
         for ch in range(channels.POCKETS):

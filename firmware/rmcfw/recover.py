@@ -143,8 +143,9 @@ def journaled_after(journal, st, tick=None):
         yield f.type, f.fields
 
 
-def power_up(tb, jr, table_id, key, send, now_us, now_ms, reset, rotor_levels, tick=None):
+def power_up(*, tb, jr, table_id, key, send, now_us, now_ms, reset, rotor_levels, tick=None):
     """Bring a table up after a reset, in the only safe order; returns (encoder, wire).
+    Keywords only: ten arguments by position are too easily swapped.
 
     tb: a rmcfw.table.Table whose emit is not bound yet (it must send nothing before this);
     jr: its rmcfw.journal.Journal, not started; send(line): the frame line's writer;

@@ -36,9 +36,10 @@ class Spin:
     pockets, rotor, ball, predictor: rmcfw.pockets/rotor/ball/rnvp objects.
     wheel: the 39 labels, pocket channel order (hardware/wheel.json "pockets").
     state: the persistent state dict (rmcfw.store.defaults()); save(): persist it now.
+    Keywords only (rmcfw.table): nine arguments by position are too easily swapped.
     """
 
-    def __init__(self, cfg, pockets, rotor, ball, predictor, wheel, state, emit, save):
+    def __init__(self, *, cfg, pockets, rotor, ball, predictor, wheel, state, emit, save):
         if len(wheel) != numbers.COUNT:
             raise ValueError("wheel needs %d pockets" % numbers.COUNT)
         for label in wheel:
@@ -250,98 +251,120 @@ class Spin:
     # --- time -------------------------------------------------------------------------
 
     def poll(self, now):
-        s = self.state
-        p = self.pockets
+        # the state's step, from _POLLS: a table built once, at import, of plain
+        # functions (no tuple, no bound method made per call: this runs every millisecond)
+        step = _POLLS.get(self.state)
+        if step is not None:
+            step(self, now)
         c = self.cfg
-        if s == proto.S_TRACK or s == proto.S_RNVP:  # (no tuple: this runs every millisecond)
-            b = self.ball
-            if s == proto.S_TRACK:
-                self._check_call(now)
-            if p.fresh() and ticks.diff(now, p.since) >= c.pocket_drop_ms * 1000:
-                if p.fresh_count() >= 2:
-                    # The ball fills one pocket at most: something else fell into the
-                    # cylinder while the ball runs (decree 1-4), not a drop.
-                    self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
-                    self._incident(now, "object")
-                else:
-                    self._drop(now)
-            elif b.period_us or b.count == 1:
-                last = b.period_us or c.limit_ms * 1000
-                if ticks.diff(now, b.t_pass) > last // 100 * c.drop_pct:  # stays a small int
-                    self._drop(now)
-            elif self.resumed and not b.count:
-                # back from a power cut and no pass since: the ball is in a pocket, or was
-                # already picked up; either way it is off the track
-                if ticks.diff(now, self.t_resume) > self._stopped_us():
-                    self._drop(now)
-                    if not p.count:
-                        # nor in a pocket: picked up while the power was off, unseen
-                        self._void(now, proto.V_POWER)
-                        self._end()
-                        self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
-        elif s == proto.S_DROPPED:
-            held = ticks.diff(now, p.since)
-            if p.count:
-                self.t_pocket = now
-                self.touched = True
-            if p.count == 1 and held >= c.settle_ms * 1000:
-                self._result(now, p.first)
-            elif p.count >= 2 and held >= c.object_ms * 1000:
-                self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
-                self._incident(now, "object")
-            elif (
-                not p.count
-                and ticks.diff(now, self.t_pocket)
-                >= (c.dead_pocket_ms if self.touched else c.no_pocket_ms) * 1000
-            ):
-                self._hold += 1
-                try:
-                    # the VOID first: the fault after it (a cut between them loses a fault
-                    # frame, never the void)
-                    if self.resumed:
-                        # its end came about the power cut, and no pocket holds the ball:
-                        # the result was not seen
-                        self._void(now, proto.V_POWER)
-                    elif self.touched:
-                        # pockets saw the ball bounce, none sees it at rest: a dead sensor
-                        self._void(now, proto.V_SENSORS)
-                        self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
-                    else:
-                        self._void(now, proto.V_BALL_OUT)
-                        self.fault(proto.F_NO_POCKET, 1, "")
-                    self._end()
-                finally:
-                    self._release()
-                self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
-        elif s == proto.S_BETS:
-            # Bets open: the ball was picked up (every pocket was seen empty), so a pocket
-            # held this long is a sensor stuck on (or something lying in it): mask, report.
-            if p.count and ticks.diff(now, p.since) >= c.stuck_on_ms * 1000:
-                self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % p.mask_held(now))
-        elif s == proto.S_INCIDENT and not self.inc_back:
-            quiet = ticks.diff(now, self.t_inc)
-            if self.inc_moving and quiet > self._stopped_us():
-                self.inc_moving = False  # no pass for longer than a lap: the ball is stopped
-            want = self._previous_channel()
-            if self.inc_moving:
-                pass
-            elif p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
-                if want < 0 or p.first == want:
-                    self.inc_back = True
-                    # the pocket it is back in, for the host to check against the last result
-                    fields = ("spin", self.st["spin"], "step", proto.INC_BACK)
-                    self.emit(proto.T_INCIDENT, fields + ("num", self.wheel[p.first]))
-            elif not p.count and want >= 0 and quiet >= c.incident_ms * 1000:
-                # the ball nowhere to be seen this long: that pocket's sensor is likely dead
-                # (the ball lies there unseen). The check cannot be made: the relaunch is let
-                # through, bets closed as ever, and the dead sensor reported.
-                self.fault(proto.F_POCKET_STUCK_OFF, 1, "%d" % want)
-                self.inc_back = True
-                self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_BACK))
         if self.t_lone >= 0 and ticks.diff(now, self.t_lone) > c.limit_ms * 1000:
             self.t_lone = -1  # no pass followed the lone one: a glitch, not a launch
         if c.status_ms and ticks.diff(now, self.t_status) >= c.status_ms * 1000:
             self.status(now)
+
+    def _poll_track(self, now):
+        """Ball on the track, bets open: the predictor's call, then as in rnvp."""
+        self._check_call(now)
+        self._poll_rnvp(now)  # on, even if the call just moved the state to rnvp
+
+    def _poll_rnvp(self, now):
+        """Ball on the track: its drop (a pocket held, or no pass for a lap's share)."""
+        p = self.pockets
+        c = self.cfg
+        b = self.ball
+        if p.fresh() and ticks.diff(now, p.since) >= c.pocket_drop_ms * 1000:
+            if p.fresh_count() >= 2:
+                # The ball fills one pocket at most: something else fell into the
+                # cylinder while the ball runs (decree 1-4), not a drop.
+                self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
+                self._incident(now, "object")
+            else:
+                self._drop(now)
+        elif b.period_us or b.count == 1:
+            last = b.period_us or c.limit_ms * 1000
+            if ticks.diff(now, b.t_pass) > last // 100 * c.drop_pct:  # stays a small int
+                self._drop(now)
+        elif self.resumed and not b.count:
+            # back from a power cut and no pass since: the ball is in a pocket, or was
+            # already picked up; either way it is off the track
+            if ticks.diff(now, self.t_resume) > self._stopped_us():
+                self._drop(now)
+                if not p.count:
+                    # nor in a pocket: picked up while the power was off, unseen
+                    self._void(now, proto.V_POWER)
+                    self._end()
+                    self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
+
+    def _poll_dropped(self, now):
+        """Ball among the pockets: its result, an object, or no pocket holding it."""
+        p = self.pockets
+        c = self.cfg
+        held = ticks.diff(now, p.since)
+        if p.count:
+            self.t_pocket = now
+            self.touched = True
+        if p.count == 1 and held >= c.settle_ms * 1000:
+            self._result(now, p.first)
+        elif p.count >= 2 and held >= c.object_ms * 1000:
+            self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
+            self._incident(now, "object")
+        elif (
+            not p.count
+            and ticks.diff(now, self.t_pocket)
+            >= (c.dead_pocket_ms if self.touched else c.no_pocket_ms) * 1000
+        ):
+            self._hold += 1
+            try:
+                # the VOID first: the fault after it (a cut between them loses a fault
+                # frame, never the void)
+                if self.resumed:
+                    # its end came about the power cut, and no pocket holds the ball:
+                    # the result was not seen
+                    self._void(now, proto.V_POWER)
+                elif self.touched:
+                    # pockets saw the ball bounce, none sees it at rest: a dead sensor
+                    self._void(now, proto.V_SENSORS)
+                    self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
+                else:
+                    self._void(now, proto.V_BALL_OUT)
+                    self.fault(proto.F_NO_POCKET, 1, "")
+                self._end()
+            finally:
+                self._release()
+            self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
+
+    def _poll_bets(self, now):
+        # Bets open: the ball was picked up (every pocket was seen empty), so a pocket
+        # held this long is a sensor stuck on (or something lying in it): mask, report.
+        p = self.pockets
+        if p.count and ticks.diff(now, p.since) >= self.cfg.stuck_on_ms * 1000:
+            self.fault(proto.F_POCKET_STUCK_ON, 1, "%d" % p.mask_held(now))
+
+    def _poll_incident(self, now):
+        """Incident: the ball back in the previous result's pocket, once it has stopped."""
+        if self.inc_back:
+            return  # seen back: the relaunch is next (on_pass)
+        p = self.pockets
+        c = self.cfg
+        quiet = ticks.diff(now, self.t_inc)
+        if self.inc_moving and quiet > self._stopped_us():
+            self.inc_moving = False  # no pass for longer than a lap: the ball is stopped
+        want = self._previous_channel()
+        if self.inc_moving:
+            pass
+        elif p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
+            if want < 0 or p.first == want:
+                self.inc_back = True
+                # the pocket it is back in, for the host to check against the last result
+                fields = ("spin", self.st["spin"], "step", proto.INC_BACK)
+                self.emit(proto.T_INCIDENT, fields + ("num", self.wheel[p.first]))
+        elif not p.count and want >= 0 and quiet >= c.incident_ms * 1000:
+            # the ball nowhere to be seen this long: that pocket's sensor is likely dead
+            # (the ball lies there unseen). The check cannot be made: the relaunch is let
+            # through, bets closed as ever, and the dead sensor reported.
+            self.fault(proto.F_POCKET_STUCK_OFF, 1, "%d" % want)
+            self.inc_back = True
+            self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_BACK))
 
     # --- the spin ---------------------------------------------------------------------
 
@@ -707,3 +730,13 @@ class Spin:
     def recall(self, n):
         commands.emit_recall(self.emit, self.st["results"][-n:] if n > 0 else [])
         return True, ""
+
+
+# Spin.poll()'s step for each state (none: nothing timed in it), built once, at import
+_POLLS = {
+    proto.S_TRACK: Spin._poll_track,
+    proto.S_RNVP: Spin._poll_rnvp,
+    proto.S_DROPPED: Spin._poll_dropped,
+    proto.S_BETS: Spin._poll_bets,
+    proto.S_INCIDENT: Spin._poll_incident,
+}

@@ -50,15 +50,15 @@ class Table:
             rnvp.restore(self.pred, self.st["learn"])
         self.wheel = tuple(wheel)
         self.spin = spin.Spin(
-            self.cfg,
-            self.pockets,
-            self.rotor,
-            self.ball,
-            self.pred,
-            self.wheel,
-            self.st,
-            self._emit,
-            self.save,
+            cfg=self.cfg,
+            pockets=self.pockets,
+            rotor=self.rotor,
+            ball=self.ball,
+            predictor=self.pred,
+            wheel=self.wheel,
+            state=self.st,
+            emit=self._emit,
+            save=self.save,
         )
         self.now = 0
         self._led = 0

@@ -54,7 +54,15 @@ class _Board:
         self.jr = Journal(d + "/journal")
         self.line = _Line()
         self.enc, self.wire = recover.power_up(
-            self.tb, self.jr, TABLE, None, self.line, lambda: 0, lambda: 0, "power", (0, 0)
+            tb=self.tb,
+            jr=self.jr,
+            table_id=TABLE,
+            key=None,
+            send=self.line,
+            now_us=lambda: 0,
+            now_ms=lambda: 0,
+            reset="power",
+            rotor_levels=(0, 0),
         )
         self.host = commands.Commander(TABLE)
         self.line.take()

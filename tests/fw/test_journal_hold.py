@@ -155,7 +155,17 @@ def _boot(d, power, heard, t_on):
     def send(line):
         heard.append(bytes(line))  # (the encoder reuses its buffer)
 
-    recover.power_up(tb, jr, "T01", None, send, lambda: t_on, lambda: t_on // 1000, "power", (0, 0))
+    recover.power_up(
+        tb=tb,
+        jr=jr,
+        table_id="T01",
+        key=None,
+        send=send,
+        now_us=lambda: t_on,
+        now_ms=lambda: t_on // 1000,
+        reset="power",
+        rotor_levels=(0, 0),
+    )
     return tb
 
 

@@ -726,16 +726,16 @@ def test_power_up_brings_the_table_back_in_order():
         ticks_fed[0] += 1
 
     enc, wire = recover.power_up(
-        tb,
-        j2,
-        "T09",
-        None,
-        lambda line: sent.append(bytes(line)),
-        now_us,
-        lambda: 5,
-        "watchdog",
-        (1, 0),
-        tick,
+        tb=tb,
+        jr=j2,
+        table_id="T09",
+        key=None,
+        send=lambda line: sent.append(bytes(line)),
+        now_us=now_us,
+        now_ms=lambda: 5,
+        reset="watchdog",
+        rotor_levels=(1, 0),
+        tick=tick,
     )
     assert ticks_fed[0] == 4  # one tick per journaled frame read back
     assert clock_read_after == [4]  # the clock read once the journal was
