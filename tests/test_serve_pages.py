@@ -7,7 +7,7 @@ pull out (the pages' connection lost). A simulated session is played: its orders
 the display live, the next ones are played while the service is killed (and started again
 on the same database and port), the next ones while the pages are cut off. After each, the
 display must show exactly what the API holds. The engineer's view must draw the last spin's
-laps and its call. The screenshots of docs/img/ are taken here.
+laps and its call. The screenshots of docs/img/ are taken here, with RMC_SCREENSHOTS=docs/img.
 
 The tests skip, saying why, only when Chromium (or its driver) is not installed: `make setup`
 installs Debian's `chromium` and `chromium-driver`.
@@ -51,7 +51,11 @@ from rmc.serve.client import Client
 from rmc.sim import simulate_session
 from rmcfw import numbers, proto
 
-DOCS_IMG = Path(__file__).resolve().parent.parent / "docs" / "img"
+# The screenshots go to build/screenshots, so that a test run leaves the work tree as it
+# was; RMC_SCREENSHOTS=docs/img makes the ones the docs and the README show.
+DOCS_IMG = Path(__file__).resolve().parent.parent / os.environ.get(
+    "RMC_SCREENSHOTS", "build/screenshots"
+)
 # a session whose results hold the three zeros (00 on spin 3, 0 on spin 4, CMC on spin 6)
 SEED, SPINS = 153, 12
 ROOM = (1920, 1080)  # a display screen across the room
