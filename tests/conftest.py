@@ -1,6 +1,7 @@
 """Shared pytest set-up: the host package puts the firmware's portable core on sys.path."""
 
 import pytest
+from pgserver import db  # noqa: F401  (the fixture: a test on SQLite and on PostgreSQL)
 
 import rmc  # noqa: F401  (side effect: firmware/ on sys.path, `micropython` shim on CPython)
 

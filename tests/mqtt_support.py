@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serve_support import _readline
 
 START_TIMEOUT_S = 30.0
 
@@ -280,27 +281,6 @@ class ServeProcess:
         return self.proc.returncode
 
 
-def _readline(proc: subprocess.Popen, timeout: float) -> str:
-    """The process's first line of standard output (what it has when the time is up)."""
-    import selectors
-
-    assert proc.stdout is not None
-    sel = selectors.DefaultSelector()
-    sel.register(proc.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout
-    buf = b""
-    while b"\n" not in buf:
-        left = deadline - time.monotonic()
-        if left <= 0 or not sel.select(left):
-            break
-        chunk = os.read(proc.stdout.fileno(), 4096)
-        if not chunk:
-            break
-        buf += chunk
-    sel.close()
-    return buf.decode(errors="replace")
-
-
 class SubscribeProcess:
     """`rmc subscribe URL/PREFIX -o DIR/{table}.jsonl --client-id ID --json` as a process,
     with the tables' keys; `stop()` ends it with SIGTERM and gives (exit status, summary)."""
@@ -360,3 +340,15 @@ def trace_frames(path: Path) -> list[str]:
         if r.get("kind") == "frame":
             out.append(r["line"])
     return out
+
+
+def wait_until(cond, what: str, timeout: float, state=None, every: float = 0.05):
+    """cond()'s value once it is true; an AssertionError after `timeout` seconds saying what
+    was awaited (and `state()`, when given)."""
+    deadline = time.monotonic() + timeout
+    while not (got := cond()):
+        if time.monotonic() > deadline:
+            seen = f": {state()}" if state is not None else ""
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
+        time.sleep(every)
+    return got

@@ -227,3 +227,12 @@ def pg_server():
         pytest.skip(reason)
     with PgServer() as server:
         yield server
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path) -> str:
+    """A database URL: the same test on the embedded default and on a throwaway PostgreSQL
+    database (import `pg_server` beside it)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'rmc.db'}"
+    return request.getfixturevalue("pg_server").new_database()

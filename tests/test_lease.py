@@ -9,9 +9,9 @@ taking waits for a batch that holds the lease row (FOR SHARE) to commit. Every w
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
+from mqtt_support import wait_until
 from pgserver import pg_server  # noqa: F401  (fixture)
 
 from rmc.serve.config import ConfigError, ServeConfig, check
@@ -23,19 +23,7 @@ TIMEOUT = 60.0
 
 
 def wait_for(cond, what: str, timeout: float = TIMEOUT):
-    deadline = time.monotonic() + timeout
-    while not (got := cond()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        time.sleep(0.02)
-    return got
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'rmc.db'}"
-    return request.getfixturevalue("pg_server").new_database()
+    return wait_until(cond, what, timeout, every=0.02)
 
 
 def frames(table: str, seqs: range) -> Batch:

@@ -13,7 +13,7 @@ import json
 import time
 
 import pytest
-from mqtt_support import Heard, mosquitto_fixture  # noqa: F401  (the `mosquitto` fixture)
+from mqtt_support import Heard, mosquitto_fixture, wait_until  # noqa: F401  (`mosquitto`)
 from pgserver import pg_server  # noqa: F401  (fixture)
 
 from rmc.frames import decode
@@ -29,20 +29,7 @@ TIMEOUT = 120.0
 
 
 def wait_for(cond, what: str, timeout: float = TIMEOUT, state=None):
-    deadline = time.monotonic() + timeout
-    while not (got := cond()):
-        if time.monotonic() > deadline:
-            seen = f": {state()}" if state is not None else ""
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
-        time.sleep(0.05)
-    return got
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'rmc.db'}"
-    return request.getfixturevalue("pg_server").new_database()
+    return wait_until(cond, what, timeout, state)
 
 
 class Feed:

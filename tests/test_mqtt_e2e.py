@@ -12,9 +12,8 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
-from mqtt_support import mosquitto_fixture  # noqa: F401  (the `mosquitto` fixture)
+from mqtt_support import mosquitto_fixture, trace_frames  # noqa: F401  (`mosquitto`)
 from test_mqtt import wait_for
 
 from rmc.serve.config import ServeConfig
@@ -24,23 +23,6 @@ from rmc.serve.tables import TableSpec
 
 SECRET = bytes(range(32))
 PREFIX = "casino/e2e"
-
-
-def trace_frames(path: Path) -> list[str]:
-    """The frame lines a trace holds so far (it is written as it goes)."""
-    try:
-        text = path.read_text()
-    except OSError:
-        return []
-    out = []
-    for raw in text.splitlines():
-        try:
-            r = json.loads(raw)
-        except ValueError:
-            continue  # a line being written
-        if r.get("kind") == "frame":
-            out.append(r["line"])
-    return out
 
 
 def test_tables_to_subscriber_through_a_restarted_broker(mosquitto, tmp_path):

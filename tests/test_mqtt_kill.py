@@ -22,12 +22,12 @@ import subprocess
 import sys
 import time
 
-import pytest
 from mqtt_support import (  # noqa: F401  (the `mosquitto` fixture)
     ServeProcess,
     SubscribeProcess,
     mosquitto_fixture,
     trace_frames,
+    wait_until,
 )
 from pgserver import pg_server  # noqa: F401  (fixture)
 
@@ -42,20 +42,7 @@ LINE_BPS = 20_000  # ~230 frames a second a table: ~13 s a table
 
 
 def wait_for(cond, what: str, timeout: float = TIMEOUT, state=None):
-    deadline = time.monotonic() + timeout
-    while not (got := cond()):
-        if time.monotonic() > deadline:
-            seen = f": {state()}" if state is not None else ""
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
-        time.sleep(0.1)
-    return got
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db(request, tmp_path):
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'rmc.db'}"
-    return request.getfixturevalue("pg_server").new_database()
+    return wait_until(cond, what, timeout, state, every=0.1)
 
 
 def test_serve_killed_twice_loses_and_doubles_nothing(mosquitto, db, tmp_path):

@@ -40,12 +40,10 @@ def firmware(tmp_path_factory):
     return fwdeploy.build(tmp_path_factory.mktemp("fw") / "mpy")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def db_url(request, tmp_path) -> str:
+@pytest.fixture
+def db_url(db) -> str:
     """The same tests on the embedded default and on a throwaway PostgreSQL server."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'rmc.db'}"
-    return request.getfixturevalue("pg_server").new_database()
+    return db
 
 
 def _outcomes(store: Store, voids: list[dict]) -> dict[int, str]:
