@@ -270,9 +270,9 @@ def test_rnvp_stats_count_late_calls():
 
 def test_a_segment_is_set_right_by_its_launches_however_far_its_feed_played():
     """A feed's edges play some way before the base the board reports (35-210 ms seen): each
-    segment's frames are shifted by the median distance of its LAUNCH frames to the ball's
-    first passes, a 210 ms one too (a fixed 200 ms bound left it unshifted, and its spins'
-    frames in their neighbours' windows); a LAUNCH far from every launch is not counted."""
+    segment's frames are shifted by the median distance of its LAUNCH frames to the session's
+    launches, paired in order, however far (210 ms here); a LAUNCH with no launch left to
+    pair with is not counted."""
     edges = [12_000_000, 37_000_000, 61_000_000, 88_000_000]
     launch = b"$1,T01,1,7,14751,LAUNCH,spin=1,rdir=cw,bdir=ccw*68d01235"
     other = b"$1,T01,1,8,14751,STAT,state=track,spin=1*00000000"

@@ -129,6 +129,19 @@ class Schedule:
         return lv
 
 
+# Generator's method for each command: request arguments (bytes) -> reply body (str)
+_COMMANDS = {
+    "HELLO": "_hello",
+    "STAT": "_stat",
+    "RESET": "_reset",
+    "STOP": "_stop",
+    "SET": "_set_levels",
+    "ADD": "_add_events",
+    "END": "_end",
+    "GO": "_go",
+}
+
+
 class Generator:
     """The pulse generator: request lines in, reply lines out, levels out at their instants.
 
@@ -241,71 +254,91 @@ class Generator:
         return seal(b"<" + seq + b"," + body.encode())
 
     def _command(self, cmd, args):
+        name = _COMMANDS.get(cmd)
+        if name is None:
+            raise LineError("unknown")
+        return getattr(self, name)(args)
+
+    def _hello(self, args):
+        return "OK,pulsegen=%d,cap=%d,lines=%s" % (
+            VERSION,
+            self.sched.capacity,
+            ";".join(self.names),
+        )
+
+    def _stat(self, args):
+        return self.stat()
+
+    def _reset(self, args):
+        self.sched.clear()
+        self.state = IDLE
+        self.total = -1
+        self.played = 0
+        self.late_max = self.late_sum = self.starved = 0
+        for i in range(len(self.hist)):
+            self.hist[i] = 0
+        self._set(0)
+        return "OK"
+
+    def _stop(self, args):
+        if self.state in (ARMED, RUNNING):
+            self.state = STOPPED
+        return "OK,played=%d" % self.played
+
+    def _set_levels(self, args):
+        if self.state in (ARMED, RUNNING):
+            raise LineError("busy")
+        self._set(self._levels(args[0]))
+        return "OK"
+
+    def _add_events(self, args):
         s = self.sched
-        if cmd == "HELLO":
-            return "OK,pulsegen=%d,cap=%d,lines=%s" % (VERSION, s.capacity, ";".join(self.names))
-        if cmd == "STAT":
-            return self.stat()
-        if cmd == "RESET":
-            s.clear()
-            self.state = IDLE
-            self.total = -1
-            self.played = 0
-            self.late_max = self.late_sum = self.starved = 0
-            for i in range(len(self.hist)):
-                self.hist[i] = 0
-            self._set(0)
-            return "OK"
-        if cmd == "STOP":
-            if self.state in (ARMED, RUNNING):
-                self.state = STOPPED
-            return "OK,played=%d" % self.played
-        if cmd == "SET":
-            if self.state in (ARMED, RUNNING):
-                raise LineError("busy")
-            self._set(self._levels(args[0]))
-            return "OK"
-        if cmd == "ADD":
-            if self.state in (DONE, STOPPED):
-                raise LineError(self.state)
-            idx = uint(args[0])
-            if idx != s.added:
-                return "ERR,index,next=%d" % s.added
-            events = []
-            for a in args[1:]:
-                dot = a.find(b".")
-                if dot < 0:
-                    raise LineError("event")
-                dt = uint(a[:dot])
-                if dt > MAX_DT:
-                    raise LineError("dt")
-                events.append((dt, self._levels(a[dot + 1 :])))
-            if not events:
+        if self.state in (DONE, STOPPED):
+            raise LineError(self.state)
+        idx = uint(args[0])
+        if idx != s.added:
+            return "ERR,index,next=%d" % s.added
+        events = self._events(args[1:])
+        if len(events) > s.free():
+            return "ERR,full,free=%d" % s.free()
+        if self.total >= 0:
+            raise LineError("ended")
+        for dt, lv in events:  # checked whole first: a line is taken entirely or not at all
+            s.push(dt, lv)
+        return "OK,next=%d,free=%d" % (s.added, s.free())
+
+    def _events(self, args):
+        """ADD's "dt.lv" arguments -> [(dt, levels)], at least one."""
+        events = []
+        for a in args:
+            dot = a.find(b".")
+            if dot < 0:
                 raise LineError("event")
-            if len(events) > s.free():
-                return "ERR,full,free=%d" % s.free()
-            if self.total >= 0:
-                raise LineError("ended")
-            for dt, lv in events:  # checked whole first: a line is taken entirely or not at all
-                s.push(dt, lv)
-            return "OK,next=%d,free=%d" % (s.added, s.free())
-        if cmd == "END":
-            n = uint(args[0])
-            if n != s.added:
-                return "ERR,count,next=%d" % s.added
-            self.total = n
-            return "OK"
-        if cmd == "GO":
-            lead = uint(args[0])
-            if lead > MAX_DT:
-                raise LineError("lead")
-            if self.state != IDLE:
-                raise LineError("busy")
-            self.played = 0
-            self._due = self._add(self._ticks(), lead)
-            self.state = ARMED
-            return "OK"
-        raise LineError("unknown")
+            dt = uint(a[:dot])
+            if dt > MAX_DT:
+                raise LineError("dt")
+            events.append((dt, self._levels(a[dot + 1 :])))
+        if not events:
+            raise LineError("event")
+        return events
+
+    def _end(self, args):
+        n = uint(args[0])
+        if n != self.sched.added:
+            return "ERR,count,next=%d" % self.sched.added
+        self.total = n
+        return "OK"
+
+    def _go(self, args):
+        lead = uint(args[0])
+        if lead > MAX_DT:
+            raise LineError("lead")
+        if self.state != IDLE:
+            raise LineError("busy")
+        self.played = 0
+        self._due = self._add(self._ticks(), lead)
+        self.state = ARMED
+        return "OK"
 
     def _levels(self, b):
         lv = hexlevels(b)

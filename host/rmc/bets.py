@@ -558,74 +558,112 @@ def _stream_bets(
     lone surrogate, nothing after the object. The problems are then the very ones
     parse_bets(read_json(text)) finds, in the same order; for any other text (a JSON error
     anywhere, a bad marker...) that whole reading decides what is said."""
-    scan = _DECODER.scan_once
-    ws = _WS.match
-    surrogates = _may_hold_surrogate(text)
-    try:
-        i = ws(text).end()
-        if text[i : i + 1] != "{":
+    return _PlainReader(text, table, progress).read()
+
+
+class _NotPlain(Exception):
+    """The text is no plain BETS.json (see _stream_bets): load_bets reads it whole."""
+
+
+class _PlainReader:
+    """_stream_bets' reading: the text's one object, member by member, from `i` on."""
+
+    def __init__(self, text: str, table: Table, progress: Callable[[int], None] | None):
+        self.text = text
+        self.table = table
+        self.progress = progress
+        self.surrogates = _may_hold_surrogate(text)
+        self.i = 0
+        self.checked: _Checked | None = None  # once the bets array is met
+        self.markers: dict[str, Decimal] = {}
+
+    def read(self) -> list[Bet] | None:
+        try:
+            self._object()
+        except (_NotPlain, ValueError, StopIteration, RecursionError):
+            # a JSON error (JSONDecodeError and _Refused are ValueErrors), a bad marker
+            # (BetsError): the whole reading says which and where
             return None
-        i = ws(text, i + 1).end()
+        if self.i != len(self.text) or self.checked is None:
+            return None
+        if self.progress is not None:
+            self.progress(self.i)
+        return self.checked.bets()
+
+    def _object(self) -> None:
+        self.i = _WS.match(self.text).end()
+        self._expect("{")
+        self.i = _WS.match(self.text, self.i + 1).end()
         keys: set[str] = set()
-        checked: _Checked | None = None
-        markers: dict[str, Decimal] = {}
         while True:
-            if text[i : i + 1] != '"':
-                return None
-            key, i = json.decoder.scanstring(text, i + 1)
-            if key in keys or (surrogates and _has_surrogate(key)):
-                return None
-            keys.add(key)
-            i = ws(text, i).end()
-            if text[i : i + 1] != ":":
-                return None
-            i = ws(text, i + 1).end()
-            if key == "bets" and text[i : i + 1] == "[":
-                checked = _Checked(table, markers)
-                i = ws(text, i + 1).end()
-                if text[i : i + 1] == "]":
-                    i += 1
-                else:
-                    while True:
-                        raw, i = scan(text, i)
-                        if surrogates and _has_surrogate(raw):
-                            return None
-                        checked.add(raw)
-                        if progress is not None and checked.count % _PROGRESS_EVERY == 0:
-                            progress(i)
-                        i = ws(text, i).end()
-                        c = text[i : i + 1]
-                        i = ws(text, i + 1).end()
-                        if c == "]":
-                            break
-                        if c != ",":
-                            return None
+            key = self._key(keys)
+            if key == "bets" and self.text[self.i : self.i + 1] == "[":
+                self._bets()
             else:
-                value, i = scan(text, i)
-                if surrogates and _has_surrogate(value):
-                    return None
-                if key == "markers":
-                    if checked is not None:
-                        return None  # markers after the bets: read whole
-                    markers = parse_markers(value, table)
-                elif key == "bets":
-                    return None  # bets that are no array: read_json and parse_bets say so
-            i = ws(text, i).end()
-            c = text[i : i + 1]
-            i = ws(text, i + 1).end()
-            if c == "}":
-                break
-            if c != ",":
-                return None
-    except (ValueError, StopIteration, RecursionError):
-        # a JSON error (JSONDecodeError and _Refused are ValueErrors), a bad marker
-        # (BetsError): the whole reading says which and where
-        return None
-    if i != len(text) or checked is None:
-        return None
-    if progress is not None:
-        progress(i)
-    return checked.bets()
+                self._value(key)
+            if self._past_separator("}"):
+                return
+
+    def _expect(self, c: str) -> None:
+        if self.text[self.i : self.i + 1] != c:
+            raise _NotPlain
+
+    def _no_surrogate(self, value: object) -> None:
+        if self.surrogates and _has_surrogate(value):
+            raise _NotPlain
+
+    def _key(self, keys: set[str]) -> str:
+        """A member's key, not seen before, and its colon."""
+        self._expect('"')
+        key, self.i = json.decoder.scanstring(self.text, self.i + 1)
+        if key in keys:
+            raise _NotPlain
+        self._no_surrogate(key)
+        keys.add(key)
+        self.i = _WS.match(self.text, self.i).end()
+        self._expect(":")
+        self.i = _WS.match(self.text, self.i + 1).end()
+        return key
+
+    def _past_separator(self, close: str) -> bool:
+        """Past the comma or the `close` after a value: True at `close`."""
+        text = self.text
+        i = _WS.match(text, self.i).end()
+        c = text[i : i + 1]
+        self.i = _WS.match(text, i + 1).end()
+        if c == close:
+            return True
+        if c != ",":
+            raise _NotPlain
+        return False
+
+    def _bets(self) -> None:
+        """The bets array, each bet checked as soon as it is decoded."""
+        self.checked = checked = _Checked(self.table, self.markers)
+        self.i = _WS.match(self.text, self.i + 1).end()
+        if self.text[self.i : self.i + 1] == "]":
+            self.i += 1
+            return
+        scan, progress = _DECODER.scan_once, self.progress
+        while True:
+            raw, self.i = scan(self.text, self.i)
+            self._no_surrogate(raw)
+            checked.add(raw)
+            if progress is not None and checked.count % _PROGRESS_EVERY == 0:
+                progress(self.i)
+            if self._past_separator("]"):
+                return
+
+    def _value(self, key: str) -> None:
+        """Any other member's value: the markers, read before the bets, are kept."""
+        value, self.i = _DECODER.scan_once(self.text, self.i)
+        self._no_surrogate(value)
+        if key == "markers":
+            if self.checked is not None:
+                raise _NotPlain  # markers after the bets: read whole
+            self.markers = parse_markers(value, self.table)
+        elif key == "bets":
+            raise _NotPlain  # bets that are no array: read_json and parse_bets say so
 
 
 def bet_to_json(bet: Bet) -> dict:

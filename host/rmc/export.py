@@ -56,23 +56,8 @@ def export_trace(
     rows = iter(store.frames(table, since_us, until_us))
     first = next(rows, None)
     if first is None:
-        if (since_us is None and until_us is None) or next(iter(store.frames(table)), None) is None:
-            raise ExportError(f"no table {table!r} in the database: no frame of it is stored")
-        raise ExportError(
-            f"no frame of table {table!r} received {_window(since_us, until_us)}: nothing to export"
-        )
-    # the board's side of each command, merged with the frames by time (there are few)
-    extras: list[tuple[int, int, dict[str, Any]]] = []
-    for c in store.commands(table, last=ALL):
-        sent = c.get("sent_us")
-        if isinstance(sent, int) and _within(sent, since_us, until_us) and c.get("line"):
-            record = {"kind": "command", "tx_ms": round(sent / 1000, 3), "line": c["line"]}
-            record.update({k: c[k] for k in ("by", "role") if c.get(k) is not None})
-            extras.append((sent, 0, record))
-        answered, answer = c.get("answered_us"), c.get("answer_line")
-        if isinstance(answered, int) and answer and _within(answered, since_us, until_us):
-            extras.append((answered, 1, {"rx_ms": answered / 1000, "line": answer}))
-    extras.sort(key=lambda e: (e[0], e[1]))
+        raise _nothing_to_export(store, table, since_us, until_us)
+    extras = _command_records(store, table, since_us, until_us)
     header = make_header(
         table,
         "record",
@@ -86,39 +71,87 @@ def export_trace(
     )
     done = Exported()
     boots: set[int] = set()
-    k = 0
     with TraceWriter(out, header, flush=False) as w:
-
-        def extras_until(t: float) -> None:
-            nonlocal k
-            while k < len(extras) and extras[k][0] <= t:
-                _, kind, record = extras[k]
-                if kind == 0:
-                    w.write(record)
-                    done.commands += 1
-                else:
-                    w.frame(record["line"].encode("latin-1", "replace"), record["rx_ms"])
-                    done.answers += 1
-                k += 1
-
+        merge = _Extras(extras, w, done)
         row = first
         while row is not None:
-            extras_until(row.rx_us)
+            merge.until(row.rx_us)
             w.frame(row.line.encode("latin-1", "replace"), row.rx_us / 1000)
-            done.frames += 1
+            _count_frame(done, row.rx_us)
             boots.add(row.boot)
-            if done.first_us is None or row.rx_us < done.first_us:
-                done.first_us = row.rx_us
-            if done.last_us is None or row.rx_us > done.last_us:
-                done.last_us = row.rx_us
             if progress is not None and done.frames % 5000 == 0:
                 progress(done.frames)
             row = next(rows, None)
-        extras_until(float("inf"))
+        merge.until(float("inf"))
     done.boots = tuple(sorted(boots))
     if progress is not None:
         progress(done.frames)
     return done
+
+
+def _nothing_to_export(
+    store: Any, table: str, since_us: int | None, until_us: int | None
+) -> ExportError:
+    """Why no frame is there: no such table, or none of its frames in the window."""
+    if (since_us is None and until_us is None) or next(iter(store.frames(table)), None) is None:
+        return ExportError(f"no table {table!r} in the database: no frame of it is stored")
+    return ExportError(
+        f"no frame of table {table!r} received {_window(since_us, until_us)}: nothing to export"
+    )
+
+
+def _command_records(
+    store: Any, table: str, since_us: int | None, until_us: int | None
+) -> list[tuple[int, int, dict[str, Any]]]:
+    """The operators' commands (0) and the board's answers (1) in the window, as (time,
+    kind, record) in time order: they are merged with the frames (there are few)."""
+    extras: list[tuple[int, int, dict[str, Any]]] = []
+    for c in store.commands(table, last=ALL):
+        sent = c.get("sent_us")
+        if isinstance(sent, int) and _within(sent, since_us, until_us) and c.get("line"):
+            record = {"kind": "command", "tx_ms": round(sent / 1000, 3), "line": c["line"]}
+            record.update({k: c[k] for k in ("by", "role") if c.get(k) is not None})
+            extras.append((sent, 0, record))
+        answered, answer = c.get("answered_us"), c.get("answer_line")
+        if isinstance(answered, int) and answer and _within(answered, since_us, until_us):
+            extras.append((answered, 1, {"rx_ms": answered / 1000, "line": answer}))
+    extras.sort(key=lambda e: (e[0], e[1]))
+    return extras
+
+
+class _Extras:
+    """The commands and answers written among the frames, each before the first frame
+    received after it."""
+
+    def __init__(
+        self, extras: list[tuple[int, int, dict[str, Any]]], w: TraceWriter, done: Exported
+    ) -> None:
+        self.extras = extras
+        self.w = w
+        self.done = done
+        self.k = 0  # the next to write
+
+    def until(self, t: float) -> None:
+        """Write those up to time `t` (µs), included."""
+        extras, k = self.extras, self.k
+        while k < len(extras) and extras[k][0] <= t:
+            _, kind, record = extras[k]
+            if kind == 0:
+                self.w.write(record)
+                self.done.commands += 1
+            else:
+                self.w.frame(record["line"].encode("latin-1", "replace"), record["rx_ms"])
+                self.done.answers += 1
+            k += 1
+        self.k = k
+
+
+def _count_frame(done: Exported, rx_us: int) -> None:
+    done.frames += 1
+    if done.first_us is None or rx_us < done.first_us:
+        done.first_us = rx_us
+    if done.last_us is None or rx_us > done.last_us:
+        done.last_us = rx_us
 
 
 def _within(t: int, since_us: int | None, until_us: int | None) -> bool:

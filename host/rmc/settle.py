@@ -241,33 +241,36 @@ class Book:
         no Payment and no dict is built per bet, and a payment's text after its player and
         index is made once for all the bets alike (issue 20). `progress` is told how many
         payments are written, now and then."""
-        index = result_index(result)
-        codes = self.outcome_codes(index)
+        codes = self.outcome_codes(result_index(result))
         order = self.paying_order(codes)
         write(
             "{\n"
             f'  "result": {_json_text(result)},\n'
             f'  "announcement": {_json_text(announce_result(result))},\n'
         )
+        write('  "payments": [\n' if order else '  "payments": [],\n')
+        paid, kept = self._write_payments(codes, order, write, progress)
+        write(f'  "totals": {self._totals_text(paid, kept)}\n}}\n')
+        if progress is not None:
+            progress(len(order))
+
+    def _write_payments(
+        self,
+        codes: list[int],
+        order: list[int],
+        write: Callable[[str], object],
+        progress: Callable[[int], None] | None,
+    ) -> tuple[Decimal, Decimal]:
+        """The payments' array items in paying order, _CHUNK at a time, and its closing
+        bracket; returns the total paid and the total the partages' rounding kept."""
         players: dict[str, str] = {}
         bodies: dict[tuple, str] = {}
         paid_total = kept_total = _ZERO
-        write('  "payments": [\n' if order else '  "payments": [],\n')
         chunk: list[str] = []
         for n, i in enumerate(order):
             bet, code = self.bets[i], codes[i]
             paid = self.amounts[i][code]
-            rule = bet.partage
-            # all that the text after the player and the index depends on (the amounts
-            # follow from the stake, the payout and the rule)
-            key = (
-                bet.position,
-                str(bet.stake),
-                bet.chip,
-                bet.exception,
-                rule and (str(rule.unit), rule.rounding),
-                code,
-            )
+            key = payment_key(bet, code)
             body = bodies.get(key)
             if body is None:
                 body = bodies[key] = _payment_body(bet, code, paid)
@@ -288,20 +291,35 @@ class Book:
                     progress(n + 1)
         if order:
             write("".join(chunk) + "\n  ],\n")
+        return paid_total, kept_total
+
+    def _totals_text(self, paid: Decimal, kept: Decimal) -> str:
+        """The statement's "totals" object, indented as its place in the statement wants."""
         totals = {
             "staked": fmt(self.staked),
-            "paid": fmt(paid_total),
-            "house": fmt(EXACT.subtract(self.staked, paid_total)),
-            "partage_kept": fmt(kept_total),
+            "paid": fmt(paid),
+            "house": fmt(EXACT.subtract(self.staked, paid)),
+            "partage_kept": fmt(kept),
         }
-        text = json.dumps(totals, ensure_ascii=False, indent=2).replace("\n", "\n  ")
-        write(f'  "totals": {text}\n}}\n')
-        if progress is not None:
-            progress(len(order))
+        return json.dumps(totals, ensure_ascii=False, indent=2).replace("\n", "\n  ")
 
 
 _CHUNK = 2000  # payments written at once
 _BETWEEN = ",\n"  # between two payments
+
+
+def payment_key(bet: Bet, code: int) -> tuple:
+    """All that a payment's text after its player and index depends on (the amounts follow
+    from the stake, the payout and the rule): bets alike share one text."""
+    rule = bet.partage
+    return (
+        bet.position,
+        str(bet.stake),
+        bet.chip,
+        bet.exception,
+        rule and (str(rule.unit), rule.rounding),
+        code,
+    )
 
 
 def _json_text(value: str) -> str:

@@ -59,7 +59,14 @@ from rmc.frames import Frame, FrameError
 from rmc.layout import HALF
 from rmc.limits import Table
 from rmc.money import EXACT, fmt
-from rmc.settle import _json_text, _payment_body, announce_result, half_of, result_index
+from rmc.settle import (
+    _json_text,
+    _payment_body,
+    announce_result,
+    half_of,
+    payment_key,
+    result_index,
+)
 from rmc.timestamps import InstantError, format_instant, parse_instant
 from rmcfw import proto
 
@@ -179,12 +186,11 @@ def _spins(frames: list[Frame], rx: dict[tuple[int, int], int]) -> list[Recorded
         if f.type not in _SPIN_FRAMES:
             waiting.append(f)
             continue
-        t = rx.get((f.boot, f.seq))
         outcome = f.type in (proto.T_RESULT, proto.T_VOID)
         if outcome:
             rules.feed(waiting)
             waiting = []
-            before = (len(report.results), len(report.rejected), len(report.voids))
+            before = _verdicts(report)
             rules.feed((f,))
         else:
             waiting.append(f)
@@ -192,44 +198,85 @@ def _spins(frames: list[Frame], rx: dict[tuple[int, int], int]) -> list[Recorded
             fields = f.fields
         except FrameError:
             continue  # the rules report it (bad_field)
+        t = rx.get((f.boot, f.seq))
         if f.type == proto.T_SESSION_CLOSE:
-            if current is not None and not current.session_closed:
-                current.session_closed = True
-                current.session_closed_us = t
+            _session_closed(current, t)
             continue
-        number = fields.get("spin", "")
-        if not (number.isascii() and number.isdigit()) or len(number) > 9:
-            continue
-        s = spins.get(int(number))
+        s = _spin_named(spins, fields, t)
         if s is None:
-            s = spins[int(number)] = RecordedSpin(int(number), first_us=t)
-        current = s
-        if f.type == proto.T_LAUNCH:
             continue
-        if f.type == proto.T_INCIDENT:
-            if fields.get("step") != proto.INC_START:
-                continue
-            s.incident = True
+        current = s
+        if not _closes_bets(f, fields, s):
+            continue
         if t is not None and (s.closed_us is None or t < s.closed_us):
             s.closed_us = t  # closed no later than any of these frames was sent
-        if not outcome:
-            continue
-        s.outcomes += 1
-        if s.outcomes == 1:
-            s.outcome_us = t
-        got = (len(report.results), len(report.rejected), len(report.voids))
-        if got[0] > before[0]:
-            if s.outcomes == 1:
-                s.result = report.results[-1]["result"]
-        elif got[1] > before[1]:
-            s.rejected = tuple(report.rejected[-1]["rules"])
-            s.rejected_result = report.rejected[-1]["result"]
-        elif got[2] > before[2]:
-            s.void = report.voids[-1]["reason"] or "-"
-        elif f.type == proto.T_RESULT:  # a field the rules could not read: no result
-            s.rejected = ("bad_field",)
-            s.rejected_result = fields.get("num")
+        if outcome:
+            _outcome(s, f, fields, t, report, before)
     return list(spins.values())
+
+
+def _verdicts(report: Report) -> tuple[int, int, int]:
+    """How many results, rejected results and voids the rules have given so far."""
+    return len(report.results), len(report.rejected), len(report.voids)
+
+
+def _session_closed(current: RecordedSpin | None, t: int | None) -> None:
+    """A session closed after `current`, before any next spin: the first close counts."""
+    if current is not None and not current.session_closed:
+        current.session_closed = True
+        current.session_closed_us = t
+
+
+def _spin_named(
+    spins: dict[int, RecordedSpin], fields: dict[str, str], t: int | None
+) -> RecordedSpin | None:
+    """The spin a frame's `spin` field names, made at its first frame (received at `t`);
+    None for a field that is no spin number."""
+    number = fields.get("spin", "")
+    if not (number.isascii() and number.isdigit()) or len(number) > 9:
+        return None
+    s = spins.get(int(number))
+    if s is None:
+        s = spins[int(number)] = RecordedSpin(int(number), first_us=t)
+    return s
+
+
+def _closes_bets(f: Frame, fields: dict[str, str], s: RecordedSpin) -> bool:
+    """Whether the frame closes the spin's bets: every spin frame but its LAUNCH and the
+    incident's steps after its start (which marks the spin as stopped by an incident)."""
+    if f.type == proto.T_LAUNCH:
+        return False
+    if f.type == proto.T_INCIDENT:
+        if fields.get("step") != proto.INC_START:
+            return False
+        s.incident = True
+    return True
+
+
+def _outcome(
+    s: RecordedSpin,
+    f: Frame,
+    fields: dict[str, str],
+    t: int | None,
+    report: Report,
+    before: tuple[int, int, int],
+) -> None:
+    """A RES or VOID of the spin, as the rules took it (their verdicts `before` it)."""
+    s.outcomes += 1
+    if s.outcomes == 1:
+        s.outcome_us = t
+    got = _verdicts(report)
+    if got[0] > before[0]:
+        if s.outcomes == 1:
+            s.result = report.results[-1]["result"]
+    elif got[1] > before[1]:
+        s.rejected = tuple(report.rejected[-1]["rules"])
+        s.rejected_result = report.rejected[-1]["result"]
+    elif got[2] > before[2]:
+        s.void = report.voids[-1]["reason"] or "-"
+    elif f.type == proto.T_RESULT:  # a field the rules could not read: no result
+        s.rejected = ("bad_field",)
+        s.rejected_result = fields.get("num")
 
 
 def from_trace(
@@ -750,70 +797,95 @@ def write_json(
     head = {"source": source, "recording": recording_json(out.recording)}
     text = json.dumps(head, ensure_ascii=False, indent=2)
     write(text[: text.rstrip().rfind("}")].rstrip() + ',\n  "spins": [')
-    bodies: dict[tuple, str] = {}
+    bodies: dict[tuple, str] = {}  # a payment's text after its player and line, once
     done = 0
     for k, (g, book, codes, order) in enumerate(statements(out, totals)):
-        s = g.spin
-        spin_head = {
-            "spin": s.number,
-            "result": s.result,
-            "announcement": announce_result(s.result),  # type: ignore[arg-type]
-            "bets_closed_at": format_instant(s.closed_us),
-            "result_at": format_instant(s.outcome_us),
-            "carried_from": g.carried_from,
-        }
-        lines = json.dumps(spin_head, ensure_ascii=False, indent=2).split("\n")[1:-1]
-        write(("," if k else "") + "\n    {\n" + "\n".join("    " + x for x in lines))
+        write(("," if k else "") + _spin_head_text(g))
         write(',\n      "payments": [')
-        players: dict[str, str] = {}
-        chunk: list[str] = []
-        for n, i in enumerate(order):
-            bet, code = g.bets[i], codes[i]
-            paid = book.amounts[i][code]
-            rule = bet.partage
-            key = (
-                bet.position,
-                str(bet.stake),
-                bet.chip,
-                bet.exception,
-                rule and (str(rule.unit), rule.rounding),
-                code,
-            )
-            body = bodies.get(key)
-            if body is None:
-                text = _payment_body(bet, code, paid)
-                body = bodies[key] = "\n".join("    " + x for x in text.split("\n"))
-            name = players.get(bet.player)
-            if name is None:
-                name = players[bet.player] = _json_text(bet.player)
-            chunk.append(
-                f'{_NEXT if n else _FIRST}        {{\n          "player": {name},\n'
-                f'          "line": {g.lines[i]},\n{body}\n        }}'
-            )
-            if len(chunk) == 2000:
-                write("".join(chunk))
-                chunk = []
-                if progress is not None:
-                    progress(done + n + 1)
+        _write_payments(g, book, codes, order, bodies, write, _counted(progress, done))
         done += len(order)
-        write("".join(chunk) + ("\n      ],\n" if order else "],\n"))
-        spin_totals = {
-            "staked": fmt(book.staked),
-            "paid": fmt(g.paid),
-            "house": fmt(EXACT.subtract(book.staked, g.paid)),
-            "partage_kept": fmt(g.kept),
-        }
-        text = json.dumps(spin_totals, ensure_ascii=False, indent=2).replace("\n", "\n      ")
-        write(f'      "totals": {text}\n    }}')
+        write(f'      "totals": {_spin_totals_text(g, book)}\n    }}')
         g.bets, g.lines = [], array("q")  # written: their memory goes back
     write("\n  ]" if out.settled else "]")
+    _write_left(out, write)
+    text = json.dumps(totals.to_json(out), ensure_ascii=False, indent=2).replace("\n", "\n  ")
+    write(f',\n  "totals": {text}\n}}\n')
+    if progress is not None:
+        progress(done)
+
+
+def _counted(progress: Callable[[int], None] | None, done: int) -> Callable[[int], None] | None:
+    """`progress` told the bets written before this spin as well as the spin's own."""
+    if progress is None:
+        return None
+    return lambda n: progress(done + n)
+
+
+def _spin_head_text(g: Group) -> str:
+    """A settled spin's object up to its payments: its number, result and times."""
+    s = g.spin
+    spin_head = {
+        "spin": s.number,
+        "result": s.result,
+        "announcement": announce_result(s.result),  # type: ignore[arg-type]
+        "bets_closed_at": format_instant(s.closed_us),
+        "result_at": format_instant(s.outcome_us),
+        "carried_from": g.carried_from,
+    }
+    lines = json.dumps(spin_head, ensure_ascii=False, indent=2).split("\n")[1:-1]
+    return "\n    {\n" + "\n".join("    " + x for x in lines)
+
+
+def _write_payments(
+    g: Group,
+    book: Any,
+    codes: list[int],
+    order: list[int],
+    bodies: dict[tuple, str],
+    write: Callable[[str], object],
+    progress: Callable[[int], None] | None,
+) -> None:
+    """A spin's payments in paying order, 2,000 at a time, and the array's end."""
+    players: dict[str, str] = {}
+    chunk: list[str] = []
+    for n, i in enumerate(order):
+        bet, code = g.bets[i], codes[i]
+        key = payment_key(bet, code)
+        body = bodies.get(key)
+        if body is None:
+            text = _payment_body(bet, code, book.amounts[i][code])
+            body = bodies[key] = "\n".join("    " + x for x in text.split("\n"))
+        name = players.get(bet.player)
+        if name is None:
+            name = players[bet.player] = _json_text(bet.player)
+        chunk.append(
+            f'{_NEXT if n else _FIRST}        {{\n          "player": {name},\n'
+            f'          "line": {g.lines[i]},\n{body}\n        }}'
+        )
+        if len(chunk) == 2000:
+            write("".join(chunk))
+            chunk = []
+            if progress is not None:
+                progress(n + 1)
+    write("".join(chunk) + ("\n      ],\n" if order else "],\n"))
+
+
+def _spin_totals_text(g: Group, book: Any) -> str:
+    """A settled spin's "totals" object, indented as its place in the spin wants."""
+    spin_totals = {
+        "staked": fmt(book.staked),
+        "paid": fmt(g.paid),
+        "house": fmt(EXACT.subtract(book.staked, g.paid)),
+        "partage_kept": fmt(g.kept),
+    }
+    return json.dumps(spin_totals, ensure_ascii=False, indent=2).replace("\n", "\n      ")
+
+
+def _write_left(out: Outcome, write: Callable[[str], object]) -> None:
+    """The "refused" and "unsettled" arrays, one bet a line."""
     for name, items in (("refused", out.refused), ("unsettled", out.unsettled)):
         write(f',\n  "{name}": [')
         for n, x in enumerate(items):
             item = json.dumps(left_json(x), ensure_ascii=False)
             write(("," if n else "") + "\n    " + item)
         write("\n  ]" if items else "]")
-    text = json.dumps(totals.to_json(out), ensure_ascii=False, indent=2).replace("\n", "\n  ")
-    write(f',\n  "totals": {text}\n}}\n')
-    if progress is not None:
-        progress(done)

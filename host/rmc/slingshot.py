@@ -114,148 +114,214 @@ def import_log(
     wheel) or 38 (American, 00 reported as 37)."""
     if pockets not in POCKETS:
         raise ValueError(f"a SlingShot has {' or '.join(map(str, POCKETS))} pockets")
-    enc = Encoder(table, 1)
-    header = make_header(
-        table, "slingshot", firmware="cammegh-slingshot", wheel=None, slingshot_pockets=pockets
-    )
-    header["wheel"] = "unknown"
-    records: list[dict[str, Any]] = [header]
-    out = Imported(records)
-    t0: float | None = None
-    last_t = 0.0
-    prev_state: int | None = None
-    counter: int | None = None  # the spin counter of the last line read
-    spin: int | None = None  # the last spin seen launched (state 3)
-    outcome: str | None = None  # the win field of that spin's first state-5 line
-    warn_seen = 0  # warnings seen during the current spin
-    fault_on = False
+    imp = _Importer(table, period_ms, pockets)
+    for n, raw in enumerate(text.splitlines(), 1):
+        imp.line(n, raw)
+    return imp.out
 
-    def emit(ftype: str, fields: tuple, t: float) -> None:
-        ms = int(t - (t0 or 0))
-        line = bytes(enc.frame(ftype, fields, ms=max(ms, 0))).rstrip(b"\n").decode("ascii")
-        records.append({"kind": "frame", "rx_ms": round(t, 3), "line": line})
 
-    def damage(n: int, why: str, t: float) -> None:
+@dataclass
+class _Status:
+    """A status line's fields, read."""
+
+    n: int  # its line number
+    t: float  # its time, ms since 1970
+    state: int
+    spin: int
+    win: str
+    warn: int
+    rpm10: int
+    rdir: str
+
+
+class _Importer:
+    """import_log's reading, one log line at a time: the frames, the damage."""
+
+    def __init__(self, table: str, period_ms: int, pockets: int) -> None:
+        self.period_ms = period_ms
+        self.pockets = pockets
+        self.enc = Encoder(table, 1)
+        header = make_header(
+            table, "slingshot", firmware="cammegh-slingshot", wheel=None, slingshot_pockets=pockets
+        )
+        header["wheel"] = "unknown"
+        self.records: list[dict[str, Any]] = [header]
+        self.out = Imported(self.records)
+        self.t0: float | None = None
+        self.last_t = 0.0
+        self.prev_state: int | None = None
+        self.counter: int | None = None  # the spin counter of the last line read
+        self.spin: int | None = None  # the last spin seen launched (state 3)
+        self.outcome: str | None = None  # the win field of that spin's first state-5 line
+        self.warn_seen = 0  # warnings seen during the current spin
+        self.fault_on = False
+
+    def emit(self, ftype: str, fields: tuple, t: float) -> None:
+        ms = int(t - (self.t0 or 0))
+        line = bytes(self.enc.frame(ftype, fields, ms=max(ms, 0))).rstrip(b"\n").decode("ascii")
+        self.records.append({"kind": "frame", "rx_ms": round(t, 3), "line": line})
+
+    def damage(self, n: int, why: str, t: float) -> None:
         # A note says why; a damaged frame (a "$" line without CRC, holding none of the log's
         # text, so no forged frame can ride in it) makes `rmc check` count it.
-        out.damage.append((n, why))
-        records.append({"kind": "note", "t_ms": round(t, 3), "text": f"slingshot line {n}: {why}"})
-        records.append(
+        self.out.damage.append((n, why))
+        self.records.append(
+            {"kind": "note", "t_ms": round(t, 3), "text": f"slingshot line {n}: {why}"}
+        )
+        self.records.append(
             {"kind": "frame", "rx_ms": round(t, 3), "line": f"$damaged slingshot line {n}"}
         )
 
-    for n, raw in enumerate(text.splitlines(), 1):
+    def _keep(self, line: str, t: float) -> None:
+        """The original line, as a "slingshot" record."""
+        self.records.append({"kind": "slingshot", "t_ms": round(t, 3), "line": line})
+
+    def line(self, n: int, raw: str) -> None:
+        out = self.out
         out.lines += 1
         if MARK not in raw:
             if raw.strip():
                 out.skipped.append(n)
-            continue
+            return
         out.status_lines += 1
+        st = self._read(n, raw)
+        if st is None:
+            return
+        self._count(st)
+        self._fault(st)
+        changed = st.state != self.prev_state
+        self.prev_state = st.state
+        if changed:
+            self._status(st)
+        self._spin_line(st, changed)
+
+    def _status(self, st: _Status) -> None:
+        """A STAT frame for a change of state."""
+        rotor_ms = 600000 // st.rpm10 if st.rpm10 else 0
+        fields = ("state", _STATES[st.state], "spin", st.spin, "rotor_ms", rotor_ms)
+        self.emit(proto.T_STATUS, (*fields, "rdir", st.rdir), st.t)
+
+    def _read(self, n: int, raw: str) -> _Status | None:
+        """A status line's fields, its original kept; None (and its damage) when it cannot
+        be read."""
         line = raw.strip()
         m = _LINE.fullmatch(raw)
         if not m:
-            records.append({"kind": "slingshot", "t_ms": round(last_t, 3), "line": line})
-            damage(n, f"status line that cannot be read: {_show(line)}", last_t)
-            continue
+            self._keep(line, self.last_t)
+            self.damage(n, f"status line that cannot be read: {_show(line)}", self.last_t)
+            return None
         ts = m.group("ts")
         if ts is not None:
             try:
                 t = _epoch_ms(ts)
             except ValueError:
-                records.append({"kind": "slingshot", "t_ms": round(last_t, 3), "line": line})
-                damage(n, f"bad time stamp {_show(ts)}: line not read", last_t)
-                continue
+                self._keep(line, self.last_t)
+                self.damage(n, f"bad time stamp {_show(ts)}: line not read", self.last_t)
+                return None
         else:
-            t = last_t + period_ms
-        last_t = t
-        if t0 is None:
-            t0 = t
-        records.append({"kind": "slingshot", "t_ms": round(t, 3), "line": line})
+            t = self.last_t + self.period_ms
+        self.last_t = t
+        if self.t0 is None:
+            self.t0 = t
+        self._keep(line, t)
         state = int(m.group("state"))
         if state not in _STATES:
-            damage(n, f"unknown state {state}: line not read", t)
-            continue
+            self.damage(n, f"unknown state {state}: line not read", t)
+            return None
         rdir = _DIRS.get(m.group("dir").lower())
         if rdir is None:
-            damage(n, f"unknown rotor direction {_show(m.group('dir'))}: line not read", t)
-            continue
-        n_spin = int(m.group("spin"))
-        warn = int(m.group("warn"), 16)
-        rpm10 = int(m.group("rpm"))
-        win = m.group("win")
+            self.damage(n, f"unknown rotor direction {_show(m.group('dir'))}: line not read", t)
+            return None
+        return _Status(
+            n,
+            t,
+            state,
+            int(m.group("spin")),
+            m.group("win"),
+            int(m.group("warn"), 16),
+            int(m.group("rpm")),
+            rdir,
+        )
 
-        # The spin counter only moves forward, by one at a time.
-        if counter is not None and n_spin < counter:
-            damage(n, f"spin counter went back from {counter} to {n_spin}", t)
-        elif counter is not None and n_spin > counter + 1:
-            damage(n, f"spin counter jumped from {counter} to {n_spin}", t)
-        counter = n_spin
+    def _count(self, st: _Status) -> None:
+        """The spin counter only moves forward, by one at a time."""
+        counter = self.counter
+        if counter is not None and st.spin < counter:
+            self.damage(st.n, f"spin counter went back from {counter} to {st.spin}", st.t)
+        elif counter is not None and st.spin > counter + 1:
+            self.damage(st.n, f"spin counter jumped from {counter} to {st.spin}", st.t)
+        self.counter = st.spin
 
-        if bool(warn & W_FAULT) != fault_on:
-            fault_on = not fault_on
-            emit(
+    def _fault(self, st: _Status) -> None:
+        """A FAULT frame when warning 4 comes or goes."""
+        if bool(st.warn & W_FAULT) != self.fault_on:
+            self.fault_on = not self.fault_on
+            self.emit(
                 proto.T_FAULT,
-                ("code", proto.F_ROTOR, "on", int(fault_on), "detail", "slingshot warning 4"),
-                t,
-            )
-        changed = state != prev_state
-        prev_state = state
-        if changed:
-            rotor_ms = 600000 // rpm10 if rpm10 else 0
-            emit(
-                proto.T_STATUS,
-                ("state", _STATES[state], "spin", n_spin, "rotor_ms", rotor_ms, "rdir", rdir),
-                t,
+                ("code", proto.F_ROTOR, "on", int(self.fault_on), "detail", "slingshot warning 4"),
+                st.t,
             )
 
-        # Which spin a line belongs to is its own counter: never the spin before or after.
-        if state == 3:
-            if n_spin == spin and outcome is not None:
-                damage(n, f"spin {n_spin} launched again after its winning number", t)
-            elif n_spin == spin and not changed:
-                warn_seen |= warn
-            else:
-                if spin is not None and n_spin != spin and outcome is None:
-                    damage(n, f"spin {spin} ended without a winning number", t)
-                if n_spin != spin:
-                    out.spins += 1
-                spin, outcome, warn_seen = n_spin, None, warn  # a launch, or a relaunch
-                same = bool(warn & W_SAME_DIR)
-                bdir = rdir if same else {"cw": "ccw", "ccw": "cw"}[rdir]
-                emit(proto.T_LAUNCH, ("spin", spin, "rdir", rdir, "bdir", bdir), t)
-        elif state in (4, 5) and n_spin != spin:
-            damage(n, f"state-{state} line for spin {n_spin}, never seen launched", t)
-        elif state == 4:
-            warn_seen |= warn
-            if outcome is not None:
-                damage(n, f"no more bets after spin {spin}'s winning number", t)
+    def _spin_line(self, st: _Status, changed: bool) -> None:
+        """Which spin a line belongs to is its own counter: never the spin before or after."""
+        if st.state == 3:
+            self._launch(st, changed)
+        elif st.state in (4, 5) and st.spin != self.spin:
+            self.damage(
+                st.n, f"state-{st.state} line for spin {st.spin}, never seen launched", st.t
+            )
+        elif st.state == 4:
+            self.warn_seen |= st.warn
+            if self.outcome is not None:
+                self.damage(st.n, f"no more bets after spin {self.spin}'s winning number", st.t)
             elif changed:
-                emit(proto.T_RNVP, ("spin", spin, "why", "limit"), t)
-        elif state == 5 and outcome is not None:
-            if win.strip() != outcome.strip():  # " 4" and "4" are one number
-                damage(
-                    n,
-                    f"winning number of spin {spin} changed from {_show(outcome)} to "
-                    f"{_show(win)}: the first one stands",
-                    t,
+                self.emit(proto.T_RNVP, ("spin", self.spin, "why", "limit"), st.t)
+        elif st.state == 5 and self.outcome is not None:
+            if st.win.strip() != self.outcome.strip():  # " 4" and "4" are one number
+                self.damage(
+                    st.n,
+                    f"winning number of spin {self.spin} changed from {_show(self.outcome)} to "
+                    f"{_show(st.win)}: the first one stands",
+                    st.t,
                 )
-        elif state == 5:
-            warn_seen |= warn
-            outcome = win
-            label = pocket(win, pockets)
-            if warn_seen & W_SAME_DIR:
-                emit(proto.T_VOID, ("spin", spin, "reason", proto.V_SAME_DIR), t)
-            elif warn_seen & W_BALL_MISSING:
-                emit(proto.T_VOID, ("spin", spin, "reason", proto.V_BALL_OUT), t)
-            elif warn_seen & W_LAUNCH_FAILED:
-                emit(proto.T_VOID, ("spin", spin, "reason", proto.V_FEW_REVS), t)
-            elif label is None:
-                damage(
-                    n,
-                    f"winning number {_show(win)} of spin {spin} is not a pocket of a "
-                    f"{pockets}-pocket wheel: no result",
-                    t,
-                )
-            else:
-                emit(proto.T_RESULT, result_fields(spin, label), t)
-    return out
+        elif st.state == 5:
+            self.warn_seen |= st.warn
+            self.outcome = st.win
+            self._outcome(st)
+
+    def _launch(self, st: _Status, changed: bool) -> None:
+        """A state-3 line: a launch, a relaunch, or the same launch going on."""
+        n_spin = st.spin
+        if n_spin == self.spin and self.outcome is not None:
+            self.damage(st.n, f"spin {n_spin} launched again after its winning number", st.t)
+        elif n_spin == self.spin and not changed:
+            self.warn_seen |= st.warn
+        else:
+            if self.spin is not None and n_spin != self.spin and self.outcome is None:
+                self.damage(st.n, f"spin {self.spin} ended without a winning number", st.t)
+            if n_spin != self.spin:
+                self.out.spins += 1
+            self.spin, self.outcome, self.warn_seen = n_spin, None, st.warn
+            same = bool(st.warn & W_SAME_DIR)
+            bdir = st.rdir if same else {"cw": "ccw", "ccw": "cw"}[st.rdir]
+            self.emit(proto.T_LAUNCH, ("spin", n_spin, "rdir", st.rdir, "bdir", bdir), st.t)
+
+    def _outcome(self, st: _Status) -> None:
+        """The spin's first state-5 line: its void, by the warnings seen, or its result."""
+        spin, warn_seen = self.spin, self.warn_seen
+        label = pocket(st.win, self.pockets)
+        if warn_seen & W_SAME_DIR:
+            self.emit(proto.T_VOID, ("spin", spin, "reason", proto.V_SAME_DIR), st.t)
+        elif warn_seen & W_BALL_MISSING:
+            self.emit(proto.T_VOID, ("spin", spin, "reason", proto.V_BALL_OUT), st.t)
+        elif warn_seen & W_LAUNCH_FAILED:
+            self.emit(proto.T_VOID, ("spin", spin, "reason", proto.V_FEW_REVS), st.t)
+        elif label is None:
+            self.damage(
+                st.n,
+                f"winning number {_show(st.win)} of spin {spin} is not a pocket of a "
+                f"{self.pockets}-pocket wheel: no result",
+                st.t,
+            )
+        else:
+            self.emit(proto.T_RESULT, result_fields(spin, label), st.t)

@@ -128,73 +128,101 @@ def read_trace(path: Path | str) -> Trace:
 
 
 def parse_trace(data: bytes) -> Trace:
-    header: dict[str, Any] | None = None
-    records: list[dict[str, Any]] = []
-    errors: list[str] = []
-    end: dict[str, Any] | None = None
-    # the count and digest of the lines before the end record, as the writer made them
-    # (it writes no blank line: one carries nothing, and is not counted)
-    digest = hashlib.sha256()
-    lines = 0
-    last = 0  # the last line that holds anything
-    after_end = 0
+    reader = _TraceReader()
     for n, raw in enumerate(data.splitlines(), 1):
-        if not raw.strip():
-            continue
-        last = n
-        if end is None:
-            # the digest of the lines before this one, should it be the end record
-            before = digest.hexdigest() if b'"end"' in raw else ""
-            digest.update(raw + b"\n")
-            lines += 1
+        if raw.strip():
+            reader.line(n, raw)
+    return reader.trace()
+
+
+class _TraceReader:
+    """parse_trace's reading, a line at a time: the header first, the records, the end
+    record, and what is wrong with them (TraceError when there is no trace at all)."""
+
+    def __init__(self) -> None:
+        self.header: dict[str, Any] | None = None
+        self.records: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self.end: dict[str, Any] | None = None
+        # the count and digest of the lines before the end record, as the writer made them
+        # (it writes no blank line: one carries nothing, and is not counted)
+        self.digest = hashlib.sha256()
+        self.lines = 0
+        self.last = 0  # the last line that holds anything
+        self.after_end = 0
+
+    def line(self, n: int, raw: bytes) -> None:
+        """Line `n`, not blank."""
+        self.last = n
+        before = self._count(n, raw)
+        obj = self._record_of(n, raw)
+        if obj is None:
+            return
+        if self.header is None:
+            self._header(n, obj)
+        elif obj["kind"] == "end":
+            self._end(n, obj, before)
+        elif obj["kind"] == "frame" and not isinstance(obj.get("line"), str):
+            self.errors.append(f"line {n}: frame record without a line")
+        elif bad := record_error(obj):
+            self.errors.append(f"line {n}: {bad}")  # reported, and not played as if it were right
         else:
-            after_end += 1
-            if after_end == 1:
-                errors.append(f"line {n}: records after the end record")
+            self.records.append(obj)
+
+    def _count(self, n: int, raw: bytes) -> str:
+        """Counts the line into the digest before the end record; returns the digest of the
+        lines before it when it may be the end record."""
+        if self.end is None:
+            before = self.digest.hexdigest() if b'"end"' in raw else ""
+            self.digest.update(raw + b"\n")
+            self.lines += 1
+            return before
+        self.after_end += 1
+        if self.after_end == 1:
+            self.errors.append(f"line {n}: records after the end record")
+        return ""
+
+    def _record_of(self, n: int, raw: bytes) -> dict[str, Any] | None:
+        """The line's record: a JSON object with a kind (None, said, otherwise)."""
         try:
             obj = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as e:
-            if header is None:
+            if self.header is None:
                 raise TraceError(f"line {n}: not JSON ({e})") from None
-            errors.append(f"line {n}: not JSON")
-            continue
+            self.errors.append(f"line {n}: not JSON")
+            return None
         if not isinstance(obj, dict) or not isinstance(obj.get("kind"), str):
-            if header is None:
+            if self.header is None:
                 raise TraceError(f"line {n}: not a trace record")
-            errors.append(f"line {n}: not a record with a kind")
-            continue
-        if header is None:
-            if obj["kind"] != "header":
-                raise TraceError(f"line {n}: a trace starts with its header")
-            if obj.get("format") != FORMAT:
-                raise TraceError(f"unknown trace format {obj.get('format')!r}")
-            header = obj
-            continue
-        if obj["kind"] == "end":
-            if end is None:
-                end = obj
-                lines -= 1  # the end record counts the lines before it
-                errors.extend(_end_errors(n, obj, lines, before))
-            else:
-                errors.append(f"line {n}: a second end record")
-            continue
-        if obj["kind"] == "frame" and not isinstance(obj.get("line"), str):
-            errors.append(f"line {n}: frame record without a line")
-            continue
-        bad = record_error(obj)
-        if bad:
-            errors.append(f"line {n}: {bad}")  # reported, and not played as if it were right
-            continue
-        records.append(obj)
-    if header is None:
-        raise TraceError("empty trace")
-    if end is None:
-        errors.append(
-            f"no end record after line {last}: the recording stopped without closing the "
-            "trace (recorder killed, host power lost, or copied while written); what came "
-            "after that line is not in the file"
-        )
-    return Trace(header, records, errors, end)
+            self.errors.append(f"line {n}: not a record with a kind")
+            return None
+        return obj
+
+    def _header(self, n: int, obj: dict[str, Any]) -> None:
+        if obj["kind"] != "header":
+            raise TraceError(f"line {n}: a trace starts with its header")
+        if obj.get("format") != FORMAT:
+            raise TraceError(f"unknown trace format {obj.get('format')!r}")
+        self.header = obj
+
+    def _end(self, n: int, obj: dict[str, Any], before: str) -> None:
+        if self.end is not None:
+            self.errors.append(f"line {n}: a second end record")
+            return
+        self.end = obj
+        self.lines -= 1  # the end record counts the lines before it
+        self.errors.extend(_end_errors(n, obj, self.lines, before))
+
+    def trace(self) -> Trace:
+        if self.header is None:
+            raise TraceError("empty trace")
+        if self.end is None:
+            self.errors.append(
+                f"no end record after line {self.last}: the recording stopped without closing "
+                "the trace (recorder killed, host power lost, or copied while written); what "
+                "came after that line is not in the file"
+            )
+        return Trace(self.header, self.records, self.errors, self.end)
 
 
 def _is_time(v: Any) -> bool:

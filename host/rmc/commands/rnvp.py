@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -96,59 +97,31 @@ def _drop_prior(args: argparse.Namespace) -> float:
     return args.drop_s
 
 
+class _Exit(Exception):
+    """The command ends here with this status (what went wrong already said)."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
 def run(args: argparse.Namespace) -> int:
-    from rmc.console import fail, out_console
-    from rmc.outfile import OutputError, check, replacing
-    from rmc.progress import Steps
-    from rmc.rnvp import TOLERANCE_S, LapsError, on_target, read_laps, replay, summary
-    from rmcfw.rnvp import MIN_LAPS  # the decree's fewest revolutions of a valid spin
+    from rmc.console import fail
+    from rmc.outfile import OutputError
+    from rmc.rnvp import TOLERANCE_S, summary
 
-    if not 0 <= args.lead <= 10:
-        print("rmc rnvp: --lead must be between 0 and 10 seconds", file=sys.stderr)
-        return 2
-    if not 0 <= args.lead_revs <= 10:
-        print("rmc rnvp: --lead-revs must be between 0 and 10", file=sys.stderr)
-        return 2
     try:
-        drop_s = _drop_prior(args)
-        if args.plot:
-            from rmc.rnvp_plots import check_path
-
-            check_path(args.plot)
-            check(args.plot)  # a bad path costs no replay
-    except ValueError as e:
-        print(f"rmc rnvp: {e}", file=sys.stderr)
-        return 2
-    except OutputError as e:
-        return fail("rnvp", str(e))
-    try:
-        spins = read_laps(args.laps)
-    except OSError as e:
-        return fail("rnvp", f"cannot read {args.laps}: {e.strerror or e}")
-    except UnicodeDecodeError as e:
-        return fail("rnvp", f"{args.laps} is not UTF-8 text (byte {e.start + 1} is not)")
-    except LapsError as e:
-        return fail("rnvp", f"{args.laps}: {e}")
-    if args.newest_first:
-        spins = [laps[::-1] for laps in spins]
+        drop_s = _checked_options(args)
+        spins = _read_spins(args)
+    except _Exit as e:
+        return e.code
     numbers, spins = _what_to_replay(spins, args)
     revs = args.lead_revs
     cap = None if revs else _ceiling(spins, args.lead, TOLERANCE_S)
-    # the predictor's work is most of a large file's time: a bar on stderr (a terminal only)
-    with Steps() as steps:
-        steps.step("replaying the spins", len(spins))
-        calls = replay(
-            spins, lead_s=args.lead, lead_revs=revs, drop_s=drop_s, progress=steps.update
-        )
-    for c, n in zip(calls, numbers, strict=True):
-        c.spin = n  # the line's own spin number, with --distinct too
+    calls = _replay(spins, numbers, args, drop_s)
     total = summary(calls)
     if args.plot:
-        from rmc.rnvp_plots import plot_calls
-
         try:
-            with replacing(args.plot) as tmp:
-                plot_calls(calls, spins, tmp, args.lead, revs, MIN_LAPS, Path(args.laps).name)
+            _plot(calls, spins, args)
         except OutputError as e:
             return fail("rnvp", str(e))
     if args.json:
@@ -157,46 +130,101 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps({"spins": [c.as_dict() for c in calls], "summary": total}))
         sys.stdout.write("\n")
         return 0
-    from rich.table import Table
-    from rich.text import Text
+    _show(args, calls, spins, total, drop_s, cap)
+    return 0
 
-    asked = f"{revs} revolution{'s' * (revs > 1)}" if revs else f"{args.lead:g} s"
-    prior = f", the wheel's drop period {drop_s:g} s" if drop_s else ""
-    # the file name is the user's: Text, never markup
-    t = Table(title=Text(f'"Rien ne va plus" on {args.laps} (lead asked {asked}{prior})'))
-    for col in ("spin", "laps", "called at s", "predicted drop s", "last pass s", "lead s", ""):
-        t.add_column(col, justify="right")
+
+def _checked_options(args: argparse.Namespace) -> float:
+    """The drop period prior (s, 0 for none); _Exit for an option out of bounds or a plot
+    path that cannot be written (a bad path costs no replay)."""
+    from rmc.console import fail
+    from rmc.outfile import OutputError, check
+
+    if not 0 <= args.lead <= 10:
+        print("rmc rnvp: --lead must be between 0 and 10 seconds", file=sys.stderr)
+        raise _Exit(2)
+    if not 0 <= args.lead_revs <= 10:
+        print("rmc rnvp: --lead-revs must be between 0 and 10", file=sys.stderr)
+        raise _Exit(2)
+    try:
+        drop_s = _drop_prior(args)
+        if args.plot:
+            from rmc.rnvp_plots import check_path
+
+            check_path(args.plot)
+            check(args.plot)
+    except ValueError as e:
+        print(f"rmc rnvp: {e}", file=sys.stderr)
+        raise _Exit(2) from None
+    except OutputError as e:
+        raise _Exit(fail("rnvp", str(e))) from None
+    return drop_s
+
+
+def _read_spins(args: argparse.Namespace) -> list[list[float]]:
+    """The file's spins, oldest lap first; _Exit when it cannot be read."""
+    from rmc.console import fail
+    from rmc.rnvp import LapsError, read_laps
+
+    try:
+        spins = read_laps(args.laps)
+    except OSError as e:
+        raise _Exit(fail("rnvp", f"cannot read {args.laps}: {e.strerror or e}")) from None
+    except UnicodeDecodeError as e:
+        raise _Exit(
+            fail("rnvp", f"{args.laps} is not UTF-8 text (byte {e.start + 1} is not)")
+        ) from None
+    except LapsError as e:
+        raise _Exit(fail("rnvp", f"{args.laps}: {e}")) from None
+    if args.newest_first:
+        spins = [laps[::-1] for laps in spins]
+    return spins
+
+
+def _replay(
+    spins: list[list[float]], numbers: list[int], args: argparse.Namespace, drop_s: float
+) -> list:
+    """The predictor's call on each spin, numbered as its line in the file."""
+    from rmc.progress import Steps
+    from rmc.rnvp import replay
+
+    # the predictor's work is most of a large file's time: a bar on stderr (a terminal only)
+    with Steps() as steps:
+        steps.step("replaying the spins", len(spins))
+        calls = replay(
+            spins, lead_s=args.lead, lead_revs=args.lead_revs, drop_s=drop_s, progress=steps.update
+        )
+    for c, n in zip(calls, numbers, strict=True):
+        c.spin = n  # the line's own spin number, with --distinct too
+    return calls
+
+
+def _plot(calls: list, spins: list[list[float]], args: argparse.Namespace) -> None:
+    from rmc.outfile import replacing
+    from rmc.rnvp_plots import plot_calls
+    from rmcfw.rnvp import MIN_LAPS
+
+    with replacing(args.plot) as tmp:
+        plot_calls(calls, spins, tmp, args.lead, args.lead_revs, MIN_LAPS, Path(args.laps).name)
+
+
+def _show(
+    args: argparse.Namespace,
+    calls: list,
+    spins: list[list[float]],
+    total: dict,
+    drop_s: float,
+    cap: int | None,
+) -> None:
+    """The calls as a table, then what they add up to."""
+    from rmc.console import out_console
+    from rmcfw.rnvp import MIN_LAPS  # the decree's fewest revolutions of a valid spin
+
     # lines too short for a valid spin: void, never called
     void = {c.spin for c, laps in zip(calls, spins, strict=True) if len(laps) < MIN_LAPS}
-    for c, laps in zip(calls, spins, strict=True):
-        parts = [("LATE", "red") if c.late else (c.why or "", "")]
-        if c.spin in void:
-            parts.append(("(void)", ""))
-        if c.new_wheel:
-            parts.append(("new wheel", "yellow"))
-        note = Text(" ").join(Text(x, style=st) for x, st in parts if x)
-        t.add_row(
-            str(c.spin),
-            str(len(laps)),
-            _f(c.rnvp_s),
-            _f(c.predicted_drop_s),
-            _f(c.last_pass_s),
-            _f(c.lead_s),
-            note,
-        )
     con = out_console()
-    con.print(t)
-    aimed = sum(on_target(c, laps, args.lead, revs) for c, laps in zip(calls, spins, strict=True))
-    if revs:
-        hit = f"{aimed} called {revs} revolution{'s' * (revs > 1)} before the last pass"
-    else:
-        hit = f"{aimed} within ±{TOLERANCE_S:g} s of the lead asked"
-        if cap is not None:
-            hit += f" (any predictor: at most {cap})"
-    con.print(
-        f"{total['spins']} spins, {total['called']} called, {total['late']} late, "
-        f"median lead {_f(total['median_lead_s'])} s, {hit}"
-    )
+    con.print(_calls_table(args, calls, spins, drop_s, void))
+    con.print(_totals_line(args, calls, spins, total, cap))
     if void:
         con.print(
             f"lines of fewer than {MIN_LAPS} laps, taken for void spins (decree: fewer than "
@@ -215,7 +243,59 @@ def run(args: argparse.Namespace) -> int:
             f"timing noise on each lap (laps clocked one by one), lap times fitted: "
             f"{len(laps_fitted)} spins, the first spin {laps_fitted[0]}",
         )
-    return 0
+
+
+def _calls_table(
+    args: argparse.Namespace, calls: list, spins: list[list[float]], drop_s: float, void: set
+) -> Any:
+    """One row a spin: its laps, the call, the predicted drop, the last pass, the lead."""
+    from rich.table import Table
+    from rich.text import Text
+
+    revs = args.lead_revs
+    asked = f"{revs} revolution{'s' * (revs > 1)}" if revs else f"{args.lead:g} s"
+    prior = f", the wheel's drop period {drop_s:g} s" if drop_s else ""
+    # the file name is the user's: Text, never markup
+    t = Table(title=Text(f'"Rien ne va plus" on {args.laps} (lead asked {asked}{prior})'))
+    for col in ("spin", "laps", "called at s", "predicted drop s", "last pass s", "lead s", ""):
+        t.add_column(col, justify="right")
+    for c, laps in zip(calls, spins, strict=True):
+        parts = [("LATE", "red") if c.late else (c.why or "", "")]
+        if c.spin in void:
+            parts.append(("(void)", ""))
+        if c.new_wheel:
+            parts.append(("new wheel", "yellow"))
+        note = Text(" ").join(Text(x, style=st) for x, st in parts if x)
+        t.add_row(
+            str(c.spin),
+            str(len(laps)),
+            _f(c.rnvp_s),
+            _f(c.predicted_drop_s),
+            _f(c.last_pass_s),
+            _f(c.lead_s),
+            note,
+        )
+    return t
+
+
+def _totals_line(
+    args: argparse.Namespace, calls: list, spins: list[list[float]], total: dict, cap: int | None
+) -> str:
+    """The spins called, late, the median lead, and how many hit the lead asked."""
+    from rmc.rnvp import TOLERANCE_S, on_target
+
+    revs = args.lead_revs
+    aimed = sum(on_target(c, laps, args.lead, revs) for c, laps in zip(calls, spins, strict=True))
+    if revs:
+        hit = f"{aimed} called {revs} revolution{'s' * (revs > 1)} before the last pass"
+    else:
+        hit = f"{aimed} within ±{TOLERANCE_S:g} s of the lead asked"
+        if cap is not None:
+            hit += f" (any predictor: at most {cap})"
+    return (
+        f"{total['spins']} spins, {total['called']} called, {total['late']} late, "
+        f"median lead {_f(total['median_lead_s'])} s, {hit}"
+    )
 
 
 def _ceiling(spins: list[list[float]], lead: float, tolerance: float) -> int | None:

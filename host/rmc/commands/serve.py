@@ -179,15 +179,33 @@ def _stop(sig, frame) -> None:
 
 def _serve(cfg, host: str, port: int, feed=None) -> int:
     import signal
-    import socket
 
-    import uvicorn
-
-    from rmc.serve.api import create_app
-    from rmc.serve.config import is_loopback
     from rmc.serve.service import Service
 
     # The socket is bound here, before anything starts: a port in use is one clear line.
+    sock = _bound_socket(host, port)
+    # a SIGTERM before uvicorn takes the signals over stops the start cleanly
+    signal.signal(signal.SIGTERM, _stop)
+    service = Service(cfg)
+    try:
+        if feed is not None:
+            feed.start()
+        service.start()
+        _say_where(cfg, service, host, sock, feed)
+        _run_http(cfg, service, sock)
+    except _Stopped:
+        pass
+    finally:
+        service.stop()
+        sock.close()
+    sys.stdout.flush()
+    return 0
+
+
+def _bound_socket(host: str, port: int):
+    """A listening socket on host:port (OSError, the socket closed, when it cannot be)."""
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -197,53 +215,57 @@ def _serve(cfg, host: str, port: int, feed=None) -> int:
     except OSError:
         sock.close()
         raise
-    # a SIGTERM before uvicorn takes the signals over stops the start cleanly
-    signal.signal(signal.SIGTERM, _stop)
-    service = Service(cfg)
-    try:
-        if feed is not None:
-            feed.start()
-        service.start()
-        bound = sock.getsockname()[1]
-        where = f"[{host}]" if family == socket.AF_INET6 else host
-        scheme = "https" if cfg.tls_cert else "http"
+    return sock
+
+
+def _say_where(cfg, service, host: str, sock, feed) -> None:
+    """The first line: where the service listens; a warning for plain HTTP off loopback;
+    the trace replayed, if any."""
+    import socket
+
+    from rmc.serve.config import is_loopback
+
+    bound = sock.getsockname()[1]
+    where = f"[{host}]" if sock.family == socket.AF_INET6 else host
+    scheme = "https" if cfg.tls_cert else "http"
+    print(
+        f"rmc serve: {len(cfg.tables)} table(s), database {service.store.url}, "  # type: ignore[union-attr]
+        f"listening on {scheme}://{where}:{bound}",
+        flush=True,
+    )
+    if not cfg.tls_cert and not is_loopback(host):
+        from rmc.console import err_console
+
+        err_console().print(
+            f"rmc serve: listening on {host} in plain HTTP, as asked: the operators' "
+            "tokens cross the network in clear; the display pages need none "
+            "(docs/pages.md)"
+        )
+    if feed is not None:
         print(
-            f"rmc serve: {len(cfg.tables)} table(s), database {service.store.url}, "  # type: ignore[union-attr]
-            f"listening on {scheme}://{where}:{bound}",
+            f"rmc serve: replaying {len(feed.lines)} frame(s) of table {feed.table} from "
+            f"{cfg.tables[0].url} at speed {feed.speed:g}; display: "
+            f"{scheme}://{where}:{bound}/display/{feed.table}",
             flush=True,
         )
-        if not cfg.tls_cert and not is_loopback(host):
-            from rmc.console import err_console
 
-            err_console().print(
-                f"rmc serve: listening on {host} in plain HTTP, as asked: the operators' "
-                "tokens cross the network in clear; the display pages need none "
-                "(docs/pages.md)"
-            )
-        if feed is not None:
-            print(
-                f"rmc serve: replaying {len(feed.lines)} frame(s) of table {feed.table} from "
-                f"{cfg.tables[0].url} at speed {feed.speed:g}; display: "
-                f"{scheme}://{where}:{bound}/display/{feed.table}",
-                flush=True,
-            )
-        # live event streams never end by themselves: they are cut after 2 s at shutdown
-        config = uvicorn.Config(
-            create_app(service),
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=2,
-            ssl_certfile=cfg.tls_cert,
-            ssl_keyfile=cfg.tls_key,
-        )
-        _Server(config).run(sockets=[sock])
-    except _Stopped:
-        pass
-    finally:
-        service.stop()
-        sock.close()
-    sys.stdout.flush()
-    return 0
+
+def _run_http(cfg, service, sock) -> None:
+    """The HTTP API and pages on `sock` until a signal stops them."""
+    import uvicorn
+
+    from rmc.serve.api import create_app
+
+    # live event streams never end by themselves: they are cut after 2 s at shutdown
+    config = uvicorn.Config(
+        create_app(service),
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        ssl_certfile=cfg.tls_cert,
+        ssl_keyfile=cfg.tls_key,
+    )
+    _Server(config).run(sockets=[sock])
 
 
 def _server_class():

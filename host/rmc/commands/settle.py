@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table as RichTable
@@ -160,83 +160,27 @@ def print_statement(
     )
 
 
+class _Usage(Exception):
+    """Bad input for `rmc settle`: the one-line reason, exit 2."""
+
+
 def run_recorded(args: argparse.Namespace) -> int:
     """`rmc settle --trace TRACE | --db URL --table ID --bets BETS.jsonl`: the recorded
     spins settled with the bets of BETS.jsonl (rmc.settle_recorded)."""
-    from rmc.keys import read_key
-    from rmc.served_db import shown_url
-    from rmc.settle_recorded import (
-        BetLineError,
-        Placer,
-        SourceError,
-        from_db,
-        from_trace,
-        read_bets,
-        write_json,
-    )
-    from rmc.timestamps import parse_instant
+    from rmc.settle_recorded import Placer, write_json
 
-    if args.bets is not None or args.result is not None:
-        return _usage(
-            "BETS.json and --result settle one result; recorded spins take --bets BETS.jsonl"
-        )
-    if args.jsonl is None:
-        return _usage("--bets BETS.jsonl: give the bets to settle on the recorded spins")
-    if (args.trace is None) == (args.db is None):
-        return _usage("give the recording: --trace TRACE, or --db URL --table ID")
-    if args.db is not None and args.table is None:
-        return _usage("--db needs --table ID: the table whose spins to settle")
-    if args.trace is not None and args.table is not None:
-        return _usage(
-            "--table ID goes with --db (a trace names its table); the limits file is --limits"
-        )
     try:
-        key = read_key(args.key_file)
-        table = Table.load(args.limits)
-        since = None if args.since is None else parse_instant(args.since, "--since")
-        until = None if args.until is None else parse_instant(args.until, "--until")
-    except ValueError as e:  # a bad key file, table file (TableError) or time (InstantError)
+        _check_recorded_options(args)
+        key, table, since, until = _recorded_inputs(args)
+    except _Usage as e:
         return _usage(str(e))
-    if since is not None and until is not None and since >= until:
-        return _usage("--since must come before --until")
-    name = "standard input" if args.jsonl == "-" else args.jsonl
     with Steps() as steps:
         try:
-            if args.trace is not None:
-                where = args.trace
-                try:
-                    data = Path(args.trace).read_bytes()
-                except OSError as e:
-                    raise SourceError(f"cannot read it: {e.strerror or e}") from None
-                rec = from_trace(data, key, since, until)
-                del data
-                source = {"trace": args.trace}
-            else:
-                where = shown_url(args.db)
-                rec = from_db(args.db, args.table, key, since, until)
-                source = {"db": where, "table": args.table}
-        except SourceError as e:
-            return _usage(f"{where}: {e}")
-        placer = Placer(rec, table)
-        try:
-            stream = sys.stdin.buffer if args.jsonl == "-" else open(args.jsonl, "rb")
-        except OSError as e:
-            return _usage(f"cannot read {name}: {e.strerror or e}")
-        with stream:
-            try:
-                size = os.fstat(stream.fileno()).st_size
-            except (OSError, ValueError):
-                size = 0
-            steps.step("reading the bets", size or None)
-            try:
-                for n, bet, spin, at in read_bets(stream, table, steps.update):
-                    placer.place(n, bet, spin, at)
-            except BetLineError as e:
-                steps.close()
-                return _usage(f"{name} {e}")
-            except OSError as e:
-                steps.close()
-                return _usage(f"cannot read {name}: {e.strerror or e}")
+            rec, source = _recording(args, key, since, until)
+            placer = Placer(rec, table)
+            _place_bets(args, placer, table, steps)
+        except _Usage as e:
+            return _usage(str(e))
         outcome = placer.finish()
         if args.json:
             steps.step("writing the statement", outcome.bets)
@@ -244,6 +188,94 @@ def run_recorded(args: argparse.Namespace) -> int:
             return 0
     print_recorded(outcome, table, out_console())
     return 0
+
+
+def _check_recorded_options(args: argparse.Namespace) -> None:
+    """_Usage unless the options name one recording and a bets file, and nothing else."""
+    if args.bets is not None or args.result is not None:
+        raise _Usage(
+            "BETS.json and --result settle one result; recorded spins take --bets BETS.jsonl"
+        )
+    if args.jsonl is None:
+        raise _Usage("--bets BETS.jsonl: give the bets to settle on the recorded spins")
+    if (args.trace is None) == (args.db is None):
+        raise _Usage("give the recording: --trace TRACE, or --db URL --table ID")
+    if args.db is not None and args.table is None:
+        raise _Usage("--db needs --table ID: the table whose spins to settle")
+    if args.trace is not None and args.table is not None:
+        raise _Usage(
+            "--table ID goes with --db (a trace names its table); the limits file is --limits"
+        )
+
+
+def _recorded_inputs(
+    args: argparse.Namespace,
+) -> tuple[bytes | None, Table, int | None, int | None]:
+    """(the HMAC key, the table's limits, --since and --until in µs), or _Usage."""
+    from rmc.keys import read_key
+    from rmc.timestamps import parse_instant
+
+    try:
+        key = read_key(args.key_file)
+        table = Table.load(args.limits)
+        since = None if args.since is None else parse_instant(args.since, "--since")
+        until = None if args.until is None else parse_instant(args.until, "--until")
+    except ValueError as e:  # a bad key file, table file (TableError) or time (InstantError)
+        raise _Usage(str(e)) from None
+    if since is not None and until is not None and since >= until:
+        raise _Usage("--since must come before --until")
+    return key, table, since, until
+
+
+def _recording(
+    args: argparse.Namespace, key: bytes | None, since: int | None, until: int | None
+) -> tuple[Any, dict[str, Any]]:
+    """The recording of the trace or of the database, and the statement's "source"."""
+    from rmc.served_db import shown_url
+    from rmc.settle_recorded import SourceError, from_db, from_trace
+
+    try:
+        if args.trace is not None:
+            where = args.trace
+            try:
+                data = Path(args.trace).read_bytes()
+            except OSError as e:
+                raise SourceError(f"cannot read it: {e.strerror or e}") from None
+            rec = from_trace(data, key, since, until)
+            del data
+            return rec, {"trace": args.trace}
+        where = shown_url(args.db)
+        rec = from_db(args.db, args.table, key, since, until)
+        return rec, {"db": where, "table": args.table}
+    except SourceError as e:
+        raise _Usage(f"{where}: {e}") from None
+
+
+def _place_bets(args: argparse.Namespace, placer: Any, table: Table, steps: Steps) -> None:
+    """Every bet of BETS.jsonl placed on its recorded spin, read a line at a time; _Usage
+    for a file that cannot be read or a line that is no bet."""
+    from rmc.settle_recorded import BetLineError, read_bets
+
+    name = "standard input" if args.jsonl == "-" else args.jsonl
+    try:
+        stream = sys.stdin.buffer if args.jsonl == "-" else open(args.jsonl, "rb")
+    except OSError as e:
+        raise _Usage(f"cannot read {name}: {e.strerror or e}") from None
+    with stream:
+        try:
+            size = os.fstat(stream.fileno()).st_size
+        except (OSError, ValueError):
+            size = 0
+        steps.step("reading the bets", size or None)
+        try:
+            for n, bet, spin, at in read_bets(stream, table, steps.update):
+                placer.place(n, bet, spin, at)
+        except BetLineError as e:
+            steps.close()
+            raise _Usage(f"{name} {e}") from None
+        except OSError as e:
+            steps.close()
+            raise _Usage(f"cannot read {name}: {e.strerror or e}") from None
 
 
 def print_recorded(outcome: Outcome, table: Table, console: Console) -> None:

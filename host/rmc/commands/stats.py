@@ -60,22 +60,15 @@ def fail(message: str, as_json: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rmc.outfile import OutputError, check, replacing
+    from rmc.outfile import OutputError, check
     from rmc.stats.plots import check_path
     from rmc.stats.sources import SourceError
     from rmc.timestamps import InstantError, parse_instant
 
     as_json = args.json
-    if args.traces and args.db:
-        return fail("give traces or --db, not both", as_json)
-    if args.db and not args.table:
-        return fail("--db needs --table", as_json)
-    if args.table and not args.db:
-        return fail("--table goes with --db", as_json)
-    if not args.traces and not args.db and not args.power:
-        return fail("give traces, --db URL --table ID, or --power", as_json)
-    if args.signature is not None and not args.power:
-        return fail("--signature goes with --power", as_json)
+    wrong = _options_wrong(args)
+    if wrong:
+        return fail(wrong, as_json)
     try:
         signature = _signature(args.signature)
         since = None if args.since is None else parse_instant(args.since, "--since")
@@ -95,33 +88,67 @@ def run(args: argparse.Namespace) -> int:
         out["sources"] = sources
         out["notes"] = notes
     if args.power:
-        from rmc.stats.power import ALPHA, POWER, power_table
-
-        out["power"] = {
-            "alpha": ALPHA,
-            "power": POWER,
-            "rows": [r.__dict__ for r in power_table(signature=signature)],
-        }
+        out["power"] = _power(signature)
     if args.plot and report is not None:
-        from rmc.stats.plots import plot_stats
-
-        try:
-            with replacing(args.plot) as tmp:
-                plot_stats(report["all"], tmp, ", ".join(report["sources"]))
-        except OutputError as e:
-            return fail(str(e), as_json)
-        except OSError as e:
-            return fail(f"cannot write {args.plot}: {e.strerror or e}", as_json)
-        report["all"]["monitor"].pop("history", None)
+        wrong = _plot(report, args.plot)
+        if wrong:
+            return fail(wrong, as_json)
     if as_json:
         print(json.dumps(out))
     else:
         _show(out, args.plot)
-    flagged = report is not None and (
+    return 1 if report is not None and _flagged(report) else 0
+
+
+def _options_wrong(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options given together (None: nothing)."""
+    if args.traces and args.db:
+        return "give traces or --db, not both"
+    if args.db and not args.table:
+        return "--db needs --table"
+    if args.table and not args.db:
+        return "--table goes with --db"
+    if not args.traces and not args.db and not args.power:
+        return "give traces, --db URL --table ID, or --power"
+    if args.signature is not None and not args.power:
+        return "--signature goes with --power"
+    return None
+
+
+def _power(signature: tuple[int, float]) -> dict[str, Any]:
+    """The spins needed to detect each bias."""
+    from rmc.stats.power import ALPHA, POWER, power_table
+
+    return {
+        "alpha": ALPHA,
+        "power": POWER,
+        "rows": [r.__dict__ for r in power_table(signature=signature)],
+    }
+
+
+def _plot(report: dict[str, Any], plot: str) -> str | None:
+    """Draw the report to `plot`, then drop the monitor's history it needed from the
+    report; why it could not be written (None: written)."""
+    from rmc.outfile import OutputError, replacing
+    from rmc.stats.plots import plot_stats
+
+    try:
+        with replacing(plot) as tmp:
+            plot_stats(report["all"], tmp, ", ".join(report["sources"]))
+    except OutputError as e:
+        return str(e)
+    except OSError as e:
+        return f"cannot write {plot}: {e.strerror or e}"
+    report["all"]["monitor"].pop("history", None)
+    return None
+
+
+def _flagged(report: dict[str, Any]) -> bool:
+    """Whether a test of the whole, or of a group, is below 1 % (or the monitor alarmed)."""
+    return bool(
         report["all"]["flags"]
         or any(g["flags"] for g in report.get("by", {}).get("groups", {}).values())
     )
-    return 1 if flagged else 0
 
 
 def _signature(text: str | None) -> tuple[int, float]:

@@ -29,6 +29,7 @@ import json
 import signal
 import threading
 from pathlib import Path
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -57,24 +58,14 @@ def run(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from rmc.console import err_console, fail, out_console
-    from rmc.keys import read_key
     from rmc.serve.mqtt import DEFAULT_PREFIX, MqttError, check_prefix, parse_url
-    from rmc.subscribe import Output, OutputError, Subscriber
+    from rmc.subscribe import OutputError, Subscriber
 
     try:
         broker = parse_url(args.url)
         prefix = check_prefix(args.prefix or broker.prefix or DEFAULT_PREFIX)
-        keys = {}
-        for text in args.key_file:
-            tid, sep, path = text.partition("=")
-            if not sep or not tid or not path:
-                raise ValueError(f"--key-file must be ID=FILE, not {text!r}")
-            key = read_key(path)
-            assert key is not None
-            keys[tid] = key
-        output = Output(args.out, args.force) if args.out else None
-        if output is not None and "{table}" not in args.out and not Path(args.out).is_dir():
-            output.check(Path(args.out))
+        keys = _keys(args.key_file)
+        output = _output(args)
     except (MqttError, OutputError, ValueError) as e:
         return fail("subscribe", str(e))
     con = out_console()
@@ -85,19 +76,56 @@ def run(args: argparse.Namespace) -> int:
             (err_console() if args.json else con).print(text)
 
     sub = Subscriber(broker, prefix, keys, output, args.table, args.client_id, show)
+    refused = _listen(sub, broker, prefix, show)
+    if refused:
+        return fail("subscribe", refused)
+    sub.stop()
+    return _report(sub, con, args.json)
+
+
+def _keys(key_files: list[str]) -> dict[str, bytes]:
+    """Each --key-file ID=FILE's key, by table; ValueError for a bad one."""
+    from rmc.keys import read_key
+
+    keys = {}
+    for text in key_files:
+        tid, sep, path = text.partition("=")
+        if not sep or not tid or not path:
+            raise ValueError(f"--key-file must be ID=FILE, not {text!r}")
+        key = read_key(path)
+        assert key is not None
+        keys[tid] = key
+    return keys
+
+
+def _output(args: argparse.Namespace) -> Any:
+    """Where the traces go (None: nowhere); a single file is checked before anything is
+    heard (OutputError)."""
+    from rmc.subscribe import Output
+
+    output = Output(args.out, args.force) if args.out else None
+    if output is not None and "{table}" not in args.out and not Path(args.out).is_dir():
+        output.check(Path(args.out))
+    return output
+
+
+def _listen(sub: Any, broker: Any, prefix: str, show: Any) -> str | None:
+    """Hear the broker until Ctrl-C or SIGTERM; why it could not be heard (None: heard)."""
+    from rich.text import Text
+
     done = threading.Event()
     before = signal.signal(signal.SIGTERM, lambda *_: done.set())
     try:
         try:
             sub.start()
         except OSError as e:
-            return fail("subscribe", f"cannot reach broker {broker.where}: {e.strerror or e}")
+            return f"cannot reach broker {broker.where}: {e.strerror or e}"
         if not sub.connected.wait(30):
             sub.stop()
-            return fail("subscribe", f"broker {broker.where} did not answer")
+            return f"broker {broker.where} did not answer"
         if sub.refused:
             sub.stop()
-            return fail("subscribe", f"broker {broker.where} refused: {sub.refused}")
+            return f"broker {broker.where} refused: {sub.refused}"
         show(Text(f"rmc subscribe: {broker.where}, topics {prefix}/...", "bold"))
         try:
             while not done.wait(0.2):
@@ -106,9 +134,15 @@ def run(args: argparse.Namespace) -> int:
             pass
     finally:
         signal.signal(signal.SIGTERM, before)
-    sub.stop()
+    return None
+
+
+def _report(sub: Any, con: Any, as_json: bool) -> int:
+    """Each table's summary; the exit status."""
+    from rich.text import Text
+
     report = sub.finish()
-    if args.json:
+    if as_json:
         print(json.dumps({"tables": report, "errors": sub.errors}))
     else:
         for table, j in report.items():

@@ -309,14 +309,28 @@ def outcome_text(sp: SpinPlay) -> str:
 
 
 def write_markdown(run: DemoRun, s: Summary, path: Path, plots: list[Path]) -> Path:
-    cfg = run.config
-    tm = run.timings
-    ratio = run.virtual_s / tm["session"] if tm.get("session") else 0.0
     lines = [
+        *_md_verdict(run, s),
+        *_md_figures(run, s),
+        *_md_spins(run, s),
+        *_md_players(s),
+        *_md_rnvp(run, s),
+        *_md_session(run, s),
+        *_md_files(run, plots),
+    ]
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def _md_verdict(run: DemoRun, s: Summary) -> list[str]:
+    """The title, what was played, and the verdict."""
+    cfg = run.config
+    scenarios = ", ".join(f"{n}@{k}" for k, n in run.session.scenarios.items()) or "–"
+    return [
         "# Roulette Monte-Carlo — demo session",
         "",
         f"Seed {cfg.seed}, {cfg.spins} launches simulated by `rmc.sim` "
-        f"(scenarios: {', '.join(f'{n}@{k}' for k, n in run.session.scenarios.items()) or '–'}), "
+        f"(scenarios: {scenarios}), "
         f"played by the firmware on the virtual board at speed {cfg.speed:g} "
         f"({'as fast as the firmware runs' if cfg.speed == 0 else 'times real time'}).",
         "",
@@ -324,6 +338,14 @@ def write_markdown(run: DemoRun, s: Summary, path: Path, plots: list[Path]) -> P
         f"{'clean' if s.trace_check.clean else 'NOT clean'}, results against the truth "
         f"{s.agree}/{s.compared}, settlement {'conserved' if s.conserved else 'NOT conserved'}.",
         "",
+    ]
+
+
+def _md_figures(run: DemoRun, s: Summary) -> list[str]:
+    """The times, sizes and counts of the run, as a table."""
+    tm = run.timings
+    ratio = run.virtual_s / tm["session"] if tm.get("session") else 0.0
+    return [
         "## Figures",
         "",
         "| | |",
@@ -338,6 +360,12 @@ def write_markdown(run: DemoRun, s: Summary, path: Path, plots: list[Path]) -> P
         f"| RESEND asked / commands sent | {run.link_stats.get('resends_asked')} / "
         f"{run.link_stats.get('commands')} |",
         "",
+    ]
+
+
+def _md_spins(run: DemoRun, s: Summary) -> list[str]:
+    """Every spin: the firmware's outcome, the truth, the call, the money."""
+    lines = [
         "## Spins",
         "",
         "| spin | firmware | truth | agree | rnvp | bets (carried) | staked | paid | house |",
@@ -354,7 +382,12 @@ def write_markdown(run: DemoRun, s: Summary, path: Path, plots: list[Path]) -> P
             f"{fmt(st.staked) if st else '–'} | {fmt(st.paid) if st else '–'} | "
             f"{fmt(st.house) if st else ('carried' if sp.bets else '–')} |"
         )
-    lines += [
+    return lines
+
+
+def _md_players(s: Summary) -> list[str]:
+    """Each player's bets and money, then the house's."""
+    lines = [
         "",
         "## Players",
         "",
@@ -364,16 +397,27 @@ def write_markdown(run: DemoRun, s: Summary, path: Path, plots: list[Path]) -> P
     for name, p in s.players.items():
         lines.append(f"| {name} | {p.bets} | {fmt(p.staked)} | {fmt(p.paid)} | {p.net:+} |")
     lines.append(f"| **house** | | {fmt(s.staked)} | {fmt(s.paid)} | {s.house:+} |")
+    return lines
+
+
+def _md_rnvp(run: DemoRun, s: Summary) -> list[str]:
+    """The calls' leads against the true drops, and against the lead asked."""
     r = s.rnvp
-    lines += [
+    return [
         "",
         "## « Rien ne va plus »",
         "",
         f"Lead (true drop − call) over {r.spins} valid spins: {_q(r)}; "
         f"late calls (after the true drop): {len(r.late)}"
         + (f" (spins {', '.join(map(str, r.late))})" if r.late else "")
-        + f"; within ±0.5 s of the asked instant ({cfg.rnvp_lead_s:g} s before the drop): "
-        f"{r.within}/{r.asked}.",
+        + f"; within ±0.5 s of the asked instant ({run.config.rnvp_lead_s:g} s before the "
+        f"drop): {r.within}/{r.asked}.",
+    ]
+
+
+def _md_session(run: DemoRun, s: Summary) -> list[str]:
+    """The session's log and the problems found."""
+    return [
         "",
         "## Session",
         "",
@@ -382,6 +426,12 @@ def write_markdown(run: DemoRun, s: Summary, path: Path, plots: list[Path]) -> P
         "## Problems",
         "",
         *([f"- {p}" for p in s.problems] or ["none"]),
+    ]
+
+
+def _md_files(run: DemoRun, plots: list[Path]) -> list[str]:
+    """The plots, and what the other files hold."""
+    return [
         "",
         "## Plots",
         "",
@@ -392,8 +442,6 @@ def write_markdown(run: DemoRun, s: Summary, path: Path, plots: list[Path]) -> P
         "`rmc check` reads either.",
         "",
     ]
-    path.write_text("\n".join(lines), encoding="utf-8")
-    return path
 
 
 def write_report(run: DemoRun, s: Summary) -> list[Path]:

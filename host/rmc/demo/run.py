@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import bisect
-import itertools
 import queue
 import statistics
 import time
@@ -29,7 +28,7 @@ from rmc.bets import Bet, bet_to_json
 from rmc.demo import bets as demobets
 from rmc.demo import deploy as fwdeploy
 from rmc.demo.session import Segment, initial_records, plan, simulate
-from rmc.frames import Frame
+from rmc.frames import Frame, FrameError, decode
 from rmc.limits import Table
 from rmc.link import Link
 from rmc.rig.link import FrameReader, Received, open_port
@@ -273,64 +272,21 @@ def play(
     t_start = time.perf_counter()
     session = simulate(cfg.seed, cfg.spins, cfg.scenarios, cfg.rnvp_lead_s)
     limits = Table.load(cfg.table_file)
-    segments = plan(session)
     cfg.out.mkdir(parents=True, exist_ok=True)
     run = DemoRun(cfg, session)
     host = HostTable(run, on_spin, on_event)
-
     on_phase("mpy-cross")
     t = time.perf_counter()
     fw = fwdeploy.build(cfg.out / "firmware" / "mpy")
     run.mpy_bytes = fwdeploy.mpy_bytes(fw)
     run.timings["build"] = time.perf_counter() - t
-
     with VirtualBoard(speed=cfg.speed) as vb:
         on_phase("mpremote cp")
         t = time.perf_counter()
         run.listing = fwdeploy.deploy(vb, fw)
         run.timings["deploy"] = time.perf_counter() - t
-
-        # Power-up as on a table: the sensors at rest (lid locked), then the supply on.
-        vb.feed(initial_records(session))
-        vb.power_cut()
-        # A restore sent before the board has taken the cut is lost: wait for "off".
-        if vb.wait_event("power", 10, where=lambda e: e.get("state") == "off") is None:
-            raise DemoError("the virtual board did not power off: " + vb.stderr_text())
-        header = make_header(
-            "unknown",
-            "record",
-            url=vb.uart_url,
-            seed=cfg.seed,
-            scenario=list(session.scenarios.items()),
-            spins=cfg.spins,
-            speed=cfg.speed,
-            markers=demobets.markers(),
-            note="rmc demo: virtual board, firmware deployed with mpremote",
-        )
-        with (
-            open(run.capture_path, "wb") as capture,
-            TraceWriter(run.trace_path, header) as writer,
-        ):
-            port = _CapturePort(open_port(vb.uart_url, timeout=0.02), capture)
-            reader = FrameReader(port)
-            inbox: queue.Queue = queue.Queue()
-            wire(reader.link, writer, inbox, cfg.seed, limits)
-            reader.start()
-            try:
-                vb.power_restore()
-                if vb.wait_event("power", 10, where=lambda e: e.get("state") == "on") is None:
-                    raise DemoError("the virtual board did not power on: " + vb.stderr_text())
-                on_phase("table")
-                t = time.perf_counter()
-                bases = _feed_session(vb, reader, segments, inbox, host)
-                run.timings["session"] = time.perf_counter() - t
-            finally:
-                received = reader.stop()
-                port.close()
-            drain(inbox, host)
-            host.finish()
-            for r in session.truth:  # the ground truth, on the simulator's clock (t_us)
-                writer.write(r)
+        _power_cut(vb, session)
+        reader, received, bases = _record_session(vb, run, host, limits, on_phase)
         run.virtual_s = float(vb.status()["t_us"]) / 1e6
         run.timed = _trace_times(vb, received, bases, launch_edges(session))
         run.board_events = [
@@ -345,6 +301,68 @@ def play(
     }
     run.timings["total"] = time.perf_counter() - t_start
     return run
+
+
+def _power_cut(vb: VirtualBoard, session: Session) -> None:
+    """Power-up as on a table, first half: the sensors at rest (lid locked), the supply
+    off."""
+    vb.feed(initial_records(session))
+    vb.power_cut()
+    # A restore sent before the board has taken the cut is lost: wait for "off".
+    if vb.wait_event("power", 10, where=lambda e: e.get("state") == "off") is None:
+        raise DemoError("the virtual board did not power off: " + vb.stderr_text())
+
+
+def _record_session(
+    vb: VirtualBoard,
+    run: DemoRun,
+    host: HostTable,
+    limits: Table,
+    on_phase: Callable[[str], None],
+) -> tuple[FrameReader, list[Received], list[tuple[int, float]]]:
+    """Power the board on and play the session, every line read going to the trace and
+    its bytes to the capture, then the simulator's truth after them: (the reader, the
+    lines it received, each segment's (trace t0_us, virtual base_us))."""
+    cfg, session = run.config, run.session
+    with (
+        open(run.capture_path, "wb") as capture,
+        TraceWriter(run.trace_path, _trace_header(cfg, vb, session)) as writer,
+    ):
+        port = _CapturePort(open_port(vb.uart_url, timeout=0.02), capture)
+        reader = FrameReader(port)
+        inbox: queue.Queue = queue.Queue()
+        wire(reader.link, writer, inbox, cfg.seed, limits)
+        reader.start()
+        try:
+            vb.power_restore()
+            if vb.wait_event("power", 10, where=lambda e: e.get("state") == "on") is None:
+                raise DemoError("the virtual board did not power on: " + vb.stderr_text())
+            on_phase("table")
+            t = time.perf_counter()
+            bases = _feed_session(vb, reader, plan(session), inbox, host)
+            run.timings["session"] = time.perf_counter() - t
+        finally:
+            received = reader.stop()
+            port.close()
+        drain(inbox, host)
+        host.finish()
+        for r in session.truth:  # the ground truth, on the simulator's clock (t_us)
+            writer.write(r)
+    return reader, received, bases
+
+
+def _trace_header(cfg: DemoConfig, vb: VirtualBoard, session: Session) -> dict[str, Any]:
+    return make_header(
+        "unknown",
+        "record",
+        url=vb.uart_url,
+        seed=cfg.seed,
+        scenario=list(session.scenarios.items()),
+        spins=cfg.spins,
+        speed=cfg.speed,
+        markers=demobets.markers(),
+        note="rmc demo: virtual board, firmware deployed with mpremote",
+    )
 
 
 def wire(link: Link, writer: TraceWriter, inbox: queue.Queue, seed: int, limits: Table) -> None:
@@ -467,23 +485,16 @@ def _trace_times(
 ) -> list[tuple[float, bytes]]:
     """Each line's instant on the simulated session's clock (ms from its t = 0).
 
-    A frame's virtual instant is its boot's instant plus its `ms` stamp (the rig's own
-    mapping, `VirtualRig.virtual_times`); from there, the segment fed last before it gives
-    the session time (frames during an idle wait take the next command's instant).
-
-    Measured at speed 0, the edges of a feed play before the `base_us` the board reports for
-    it, by an amount constant within a feed but not from run to run (35, 145 and 210 ms
-    seen on a busy machine), so each segment is set right by its LAUNCH frames
-    (_launch_shifts). Segments without a launch keep their reported base."""
+    Two clocks: the board's (a frame's virtual instant is its boot's instant plus its `ms`
+    stamp, the rig's own mapping `VirtualRig.virtual_times`) and the session's (the
+    simulator's truth, t_us). The segment fed last before a frame maps the one onto the
+    other by the `base_us` the board reports for the feed (frames during an idle wait take
+    the next command's instant). That base is off by however far the feed's edges played
+    from it, an amount constant within a feed but not from feed to feed nor run to run, so
+    each segment is set right by the events both clocks see: the launches (_launch_shifts).
+    Segments without a launch keep their reported base."""
     virtual = VirtualRig(vb).virtual_times(received, 0.0, 0.0, 0.0)
-    placed: list[tuple[int, float, bytes]] = []  # (segment, session us, line)
-    for v_ms, line in virtual:
-        v_us = v_ms * 1000
-        k, t_us = -1, v_us - bases[0][1] if bases else v_us
-        for i, (t0, base) in enumerate(bases):
-            if v_us >= base:
-                k, t_us = i, t0 + (v_us - base)
-        placed.append((k, t_us, line))
+    placed = _placed(virtual, bases)
     shift = _launch_shifts(placed, launch_edges)
     out = []
     for k, t_us, line in placed:
@@ -494,41 +505,63 @@ def _trace_times(
     return out
 
 
+def _placed(
+    virtual: list[tuple[float, bytes]], bases: list[tuple[int, float]]
+) -> list[tuple[int, float, bytes]]:
+    """(segment, session µs, line) of each (virtual ms, line): the segment is the last fed
+    before it (-1: before the first), its base taken as the session's t0 of the segment."""
+    placed: list[tuple[int, float, bytes]] = []
+    for v_ms, line in virtual:
+        v_us = v_ms * 1000
+        k, t_us = -1, v_us - bases[0][1] if bases else v_us
+        for i, (t0, base) in enumerate(bases):
+            if v_us >= base:
+                k, t_us = i, t0 + (v_us - base)
+        placed.append((k, t_us, line))
+    return placed
+
+
 def _launch_shifts(
     placed: list[tuple[int, float, bytes]], launch_edges: list[int]
 ) -> dict[int, float]:
-    """Per segment, how far (us) its frames stand from the session's clock: a LAUNCH is sent
-    within a millisecond of the ball's first pass after the release (`launch_edges`, from the
-    simulator's edges), so the median of its LAUNCH frames' distances to the nearest such
-    edge. Launches are tens of seconds apart: a LAUNCH less than half the closest two apart
-    from an edge can only be that edge's (a fixed 200 ms bound here missed a feed 210 ms
-    off, and left its spins' frames in the neighbours' windows)."""
-    if not launch_edges:
-        return {}
-    edges = sorted(launch_edges)
-    gaps = [b - a for a, b in itertools.pairwise(edges)]
-    reach = min(gaps) / 2 if gaps else 1_000_000
+    """Per segment, how far (µs) its frames stand from the session's clock, fitted on the
+    launches: the firmware sends LAUNCH at the ball's first pass after the release, the
+    instant `launch_edges` gives from the simulator's edges, and both clocks see the
+    launches in the same order, so the n-th LAUNCH frame sent (in board time) is the n-th
+    launch of the session. A segment's shift is the median of its LAUNCH frames' distances
+    to their own launches; a LAUNCH frame beyond the session's launches is no launch of it
+    and is not counted. No bound, no constant: the pairing is by identity, not nearness."""
+    # a frame received twice (asked again) is one launch: same frame, same board time
+    seen = {(t_us, line.lstrip(b"~")): k for k, t_us, line in placed if _is_launch(line)}
+    launches = sorted((t_us, k) for (t_us, _), k in seen.items())
     offsets: dict[int, list[float]] = {}
-    for k, t_us, line in placed:
-        if b",LAUNCH," not in line:
-            continue
-        edge = min(edges, key=lambda e: abs(e - t_us))
-        if abs(edge - t_us) < reach:
-            offsets.setdefault(k, []).append(t_us - edge)
+    for (t_us, k), edge in zip(launches, sorted(launch_edges), strict=False):
+        offsets.setdefault(k, []).append(t_us - edge)
     return {k: statistics.median(v) for k, v in offsets.items()}
 
 
+def _is_launch(line: bytes) -> bool:
+    """A LAUNCH frame that reads (a damaged line has no board time to place it by)."""
+    if b",LAUNCH," not in line:
+        return False
+    try:
+        return decode(line).type == proto.T_LAUNCH
+    except FrameError:
+        return False
+
+
 def launch_edges(session: Session) -> list[int]:
-    """The ball's first pass (a ball sensor edge) after each launch, session µs."""
+    """The ball's first pass (a ball sensor edge) after each launch and before the next,
+    session µs; a launch the ball never passed the sensor after has none (nor a LAUNCH)."""
     edges = [
         r["t_us"]
         for r in session.to_trace_records()
         if r.get("kind") == "sensor" and r["ch"] in ("ball_a", "ball_b") and r["v"] == 1
     ]
+    starts = sorted(r["t_us"] for r in session.truth if r.get("event") == "launch")
     out = []
-    for r in session.truth:
-        if r.get("event") == "launch":
-            i = bisect.bisect_left(edges, r["t_us"])
-            if i < len(edges):
-                out.append(edges[i])
+    for start, following in zip(starts, [*starts[1:], None], strict=True):
+        i = bisect.bisect_left(edges, start)
+        if i < len(edges) and (following is None or edges[i] < following):
+            out.append(edges[i])
     return out

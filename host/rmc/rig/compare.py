@@ -160,66 +160,9 @@ def compare(
     # Sound: no damage nor broken rule. Its alerts (tamper, faults) are the truth's to
     # expect: they are matched with its fault and tamper events below.
     cmp = Comparison(tolerances=tol, checker_clean=report.sound, checker=report.to_json())
-    slack = tol.slack_s * 1000
-    used: set[int] = set()
-    outcome_types = (proto.T_RESULT, proto.T_VOID)
+    used: set[int] = set()  # the outcome frames a spin took
     for s in spins:
-        end = s.end_ms + slack if s.end_ms is not None else float("inf")
-        mine = [
-            (i, rx, f)
-            for i, (rx, f) in enumerate(frames)
-            if s.launch_ms <= rx < end and i not in used
-        ]
-        # The board's own number for this spin, from its LAUNCH frame in the window.
-        board_spin = next(
-            (
-                f.fields.get("spin")
-                for _, rx, f in mine
-                if f.type == proto.T_LAUNCH and (s.end_ms is None or rx < s.end_ms)
-            ),
-            None,
-        )
-        got: list[str] = []
-        rnvp: float | None = None
-        res_rx: float | None = None
-        for i, rx, f in mine:
-            if board_spin is not None:
-                if f.fields.get("spin") != board_spin:
-                    continue
-            elif s.end_ms is not None and rx >= s.end_ms:
-                continue  # no LAUNCH seen: only the spin's own time window counts
-            if f.type in outcome_types:
-                used.add(i)
-                if f.type == proto.T_RESULT:
-                    got.append(f"result:{f.fields.get('num')}")
-                    res_rx = rx
-                else:
-                    got.append(f"void:{f.fields.get('reason')}")
-            elif f.type == proto.T_RNVP and rnvp is None and not f.resent:
-                rnvp = rx
-        c = SpinCheck(s.spin, s.outcome, got, True, rnvp, s.drop_ms, s.rnvp_asked_ms)
-        if got != [s.outcome]:
-            c.problems.append(f"outcome: expected {s.outcome}, got {got or 'nothing'}")
-        if s.pocket is not None and not s.void:
-            if rnvp is None:
-                c.problems.append("no « rien ne va plus »")
-        if rnvp is not None and s.drop_ms is not None and rnvp > s.drop_ms + tol.rnvp_late_ms:
-            c.problems.append(
-                f"« rien ne va plus » late: {rnvp - s.drop_ms:.0f} ms after the drop"
-                f" (tolerance {tol.rnvp_late_ms:.0f} ms)"
-            )
-        if s.rnvp_asked_ms is not None and rnvp is not None:
-            cmp.rnvp_asked += 1
-            if abs(rnvp - s.rnvp_asked_ms) <= tol.rnvp_lead_s * 1000:
-                cmp.rnvp_within += 1
-        if res_rx is not None and s.rest_ms is not None:
-            if not (s.rest_ms <= res_rx <= s.rest_ms + tol.result_s * 1000):
-                c.problems.append(
-                    f"result received {res_rx - s.rest_ms:+.0f} ms from the rest"
-                    f" (window 0..{tol.result_s * 1000:.0f} ms)"
-                )
-        c.ok = not c.problems
-        cmp.spins.append(c)
+        cmp.spins.append(_check_spin(s, frames, used, tol, cmp))
     if cmp.rnvp_asked and cmp.rnvp_within < tol.rnvp_within_fraction * cmp.rnvp_asked:
         cmp.problems.append(
             f"« rien ne va plus » within ±{tol.rnvp_lead_s} s of the asked instant on"
@@ -228,14 +171,102 @@ def compare(
     stray = [
         f"{f.type} {f.fields}"
         for i, (_, f) in enumerate(frames)
-        if f.type in outcome_types and i not in used
+        if f.type in _OUTCOME_TYPES and i not in used
     ]
     if stray:
         cmp.problems.append(f"outcomes outside any spin: {stray[:5]}")
-    # Faults: each truth fault needs a FAULT frame with its code and on/off, soon after;
-    # each truth tamper event (lid opened while closed) a TAMP frame with its `what`.
-    # A fault the truth marks undetectable at its instant (a dead sensor reads like an empty
-    # pocket) must be reported by the end of its spin; its end cannot be seen at all.
+    _match_faults(cmp, frames, spins, faults, tol)
+    return cmp
+
+
+_OUTCOME_TYPES = (proto.T_RESULT, proto.T_VOID)
+
+
+def _check_spin(
+    s: SpinTruth,
+    frames: list[tuple[float, Frame]],
+    used: set[int],
+    tol: Tolerances,
+    cmp: Comparison,
+) -> SpinCheck:
+    """One truth spin against the board's frames of its window; the outcome frames it
+    takes are added to `used`, its call counted in `cmp` when the truth asked for one."""
+    got, rnvp, res_rx = _board_outcome(s, frames, used, tol.slack_s * 1000)
+    c = SpinCheck(s.spin, s.outcome, got, True, rnvp, s.drop_ms, s.rnvp_asked_ms)
+    if got != [s.outcome]:
+        c.problems.append(f"outcome: expected {s.outcome}, got {got or 'nothing'}")
+    if s.pocket is not None and not s.void:
+        if rnvp is None:
+            c.problems.append("no « rien ne va plus »")
+    if rnvp is not None and s.drop_ms is not None and rnvp > s.drop_ms + tol.rnvp_late_ms:
+        c.problems.append(
+            f"« rien ne va plus » late: {rnvp - s.drop_ms:.0f} ms after the drop"
+            f" (tolerance {tol.rnvp_late_ms:.0f} ms)"
+        )
+    if s.rnvp_asked_ms is not None and rnvp is not None:
+        cmp.rnvp_asked += 1
+        if abs(rnvp - s.rnvp_asked_ms) <= tol.rnvp_lead_s * 1000:
+            cmp.rnvp_within += 1
+    if res_rx is not None and s.rest_ms is not None:
+        if not (s.rest_ms <= res_rx <= s.rest_ms + tol.result_s * 1000):
+            c.problems.append(
+                f"result received {res_rx - s.rest_ms:+.0f} ms from the rest"
+                f" (window 0..{tol.result_s * 1000:.0f} ms)"
+            )
+    c.ok = not c.problems
+    return c
+
+
+def _board_outcome(
+    s: SpinTruth, frames: list[tuple[float, Frame]], used: set[int], slack: float
+) -> tuple[list[str], float | None, float | None]:
+    """The outcomes the board gave for the spin, its first call and its result's receive
+    time: from the frames of the spin's window that carry the board's number for it."""
+    end = s.end_ms + slack if s.end_ms is not None else float("inf")
+    mine = [
+        (i, rx, f) for i, (rx, f) in enumerate(frames) if s.launch_ms <= rx < end and i not in used
+    ]
+    # The board's own number for this spin, from its LAUNCH frame in the window.
+    board_spin = next(
+        (
+            f.fields.get("spin")
+            for _, rx, f in mine
+            if f.type == proto.T_LAUNCH and (s.end_ms is None or rx < s.end_ms)
+        ),
+        None,
+    )
+    got: list[str] = []
+    rnvp: float | None = None
+    res_rx: float | None = None
+    for i, rx, f in mine:
+        if board_spin is not None:
+            if f.fields.get("spin") != board_spin:
+                continue
+        elif s.end_ms is not None and rx >= s.end_ms:
+            continue  # no LAUNCH seen: only the spin's own time window counts
+        if f.type in _OUTCOME_TYPES:
+            used.add(i)
+            if f.type == proto.T_RESULT:
+                got.append(f"result:{f.fields.get('num')}")
+                res_rx = rx
+            else:
+                got.append(f"void:{f.fields.get('reason')}")
+        elif f.type == proto.T_RNVP and rnvp is None and not f.resent:
+            rnvp = rx
+    return got, rnvp, res_rx
+
+
+def _match_faults(
+    cmp: Comparison,
+    frames: list[tuple[float, Frame]],
+    spins: list[SpinTruth],
+    faults: list[dict[str, Any]],
+    tol: Tolerances,
+) -> None:
+    """Faults: each truth fault needs a FAULT frame with its code and on/off, soon after;
+    each truth tamper event (lid opened while closed) a TAMP frame with its `what`.
+    A fault the truth marks undetectable at its instant (a dead sensor reads like an empty
+    pocket) must be reported by the end of its spin; its end cannot be seen at all."""
     events = [(rx, f) for rx, f in frames if f.type in (proto.T_FAULT, proto.T_TAMPER)]
     spin_end = {s.spin: s.end_ms for s in spins}
     taken: set[int] = set()
@@ -247,28 +278,36 @@ def compare(
         if not r.get("detectable", True):
             end = spin_end.get(r.get("spin"))
             until = float("inf") if end is None else end + tol.fault_s * 1000
-        if r.get("event") == "tamper":
-            want = {"type": proto.T_TAMPER, "what": str(r.get("what"))}
-            label = f"tamper {want['what']}"
-        else:
-            want = {"type": proto.T_FAULT, "code": str(r.get("code")), "on": str(r.get("on", 1))}
-            label = f"fault {want['code']} on={want['on']}"
+        want, label = _frame_wanted(r)
         hit = next(
             (
                 k
                 for k, (rx, f) in enumerate(events)
-                if k not in taken
-                and f.type == want["type"]
-                and all(f.fields.get(key, "1" if key == "on" else None) == v
-                        for key, v in want.items() if key != "type")
-                and t - 100 <= rx <= until
+                if k not in taken and _is_wanted(f, want) and t - 100 <= rx <= until
             ),
             None,
-        )  # fmt: skip
+        )
         if hit is None:
             frame = want["type"]
             cmp.problems.append(f"{label} at {t / 1000:.3f} s: no {frame} frame")
         else:
             taken.add(hit)
             cmp.faults_matched += 1
-    return cmp
+
+
+def _frame_wanted(r: dict[str, Any]) -> tuple[dict[str, str], str]:
+    """The frame a truth fault or tamper event asks for (its type and fields), and its name."""
+    if r.get("event") == "tamper":
+        want = {"type": proto.T_TAMPER, "what": str(r.get("what"))}
+        return want, f"tamper {want['what']}"
+    want = {"type": proto.T_FAULT, "code": str(r.get("code")), "on": str(r.get("on", 1))}
+    return want, f"fault {want['code']} on={want['on']}"
+
+
+def _is_wanted(f: Frame, want: dict[str, str]) -> bool:
+    """The frame is of the type wanted, with the fields wanted (a FAULT without `on`: on)."""
+    return f.type == want["type"] and all(
+        f.fields.get(key, "1" if key == "on" else None) == v
+        for key, v in want.items()
+        if key != "type"
+    )

@@ -71,47 +71,17 @@ class Rig:
         player.set_initial({k: v for k, v in initial.items() if k in self.routes})
         reader = FrameReader(frame_port, key=key, table=self.table).start()
         reader.hello()
-        commands = [
-            c
-            for c in commands_from_truth(trace.records, self.chef)
-            if c.t_us >= start_us and (end_us is None or c.t_us < end_us)
-        ]
-        actions = [(c.t_us - start_us, lambda c=c: reader.send(c.cmd, c.fields)) for c in commands]
+        actions = self._command_actions(trace, reader, start_us, end_us)
         gen_stat: Stat | None = None
         sync = 0.0
         try:
-            last_pump = [0.0]
-            idle = None
             if self.pulsegen is not None:
-                gen = self.pulsegen
-                lv0 = 0
-                for i, ln in enumerate(gen.info.lines if gen.info else ()):
-                    lv0 |= self.levels.level(ln, initial.get(ln, 0)) << i
-                electrical = [
-                    edgemod.Edge(e.t_us, e.line, self.levels.level(e.line, e.v)) for e in gen_edges
-                ]
-                gen.load(electrical, lv0)
-                rtt0 = len(gen.round_trips)
-                t0 = gen.go(GO_LEAD_US)
-                sync = gen.round_trips[rtt0] * 500 if len(gen.round_trips) > rtt0 else 0.0
-
-                def idle(left: float) -> None:
-                    # Top the generator up, at most every 20 ms, when there is time for it.
-                    now = time.perf_counter()
-                    if left > 0.005 and now - last_pump[0] > 0.02 and gen.pending:
-                        gen.pump()
-                        last_pump[0] = now
+                t0, sync, idle = self._start_pulsegen(self.pulsegen, gen_edges, initial)
             else:
-                t0 = self.clock.now() + 0.05
+                t0, idle = self.clock.now() + 0.05, None
             stats = player.play(host_edges, t0=t0, idle=idle, actions=actions)
             end_t = t0 + (edges[-1].t_us / 1e6 if edges else 0.0)
-            if self.pulsegen is not None:
-                # The generator's schedule ends with its last edge: feed it until then.
-                left = max(0.0, end_t - time.perf_counter())
-                gen_stat = self.pulsegen.finish(timeout=left + 2.0)
-            while time.perf_counter() < end_t:
-                time.sleep(0.01)
-            time.sleep(self.tail_s)
+            gen_stat = self._wait_end(end_t)
         finally:
             received = reader.stop()
         lines = [(r.rx_ms(t0), r.line) for r in received]
@@ -126,6 +96,57 @@ class Rig:
         if record is not None:
             write_record(record, trace, lines, result, start_us, end_us)
         return result
+
+    def _command_actions(
+        self, trace: Trace, reader: FrameReader, start_us: int, end_us: int | None
+    ) -> list[tuple[int, Any]]:
+        """The chef's commands the truth holds in the window, as the player's actions: (µs
+        from the window's start, send it)."""
+        commands = [
+            c
+            for c in commands_from_truth(trace.records, self.chef)
+            if c.t_us >= start_us and (end_us is None or c.t_us < end_us)
+        ]
+        return [(c.t_us - start_us, lambda c=c: reader.send(c.cmd, c.fields)) for c in commands]
+
+    def _start_pulsegen(
+        self, gen: PulseGen, gen_edges: list[edgemod.Edge], initial: dict[str, int]
+    ) -> tuple[float, float, Any]:
+        """Load the generator's edges at their electrical levels and start it: (its start on
+        the host clock, the sync uncertainty in ms, the player's idle hook that tops the
+        generator up)."""
+        lv0 = 0
+        for i, ln in enumerate(gen.info.lines if gen.info else ()):
+            lv0 |= self.levels.level(ln, initial.get(ln, 0)) << i
+        electrical = [
+            edgemod.Edge(e.t_us, e.line, self.levels.level(e.line, e.v)) for e in gen_edges
+        ]
+        gen.load(electrical, lv0)
+        rtt0 = len(gen.round_trips)
+        t0 = gen.go(GO_LEAD_US)
+        sync = gen.round_trips[rtt0] * 500 if len(gen.round_trips) > rtt0 else 0.0
+        last_pump = [0.0]
+
+        def idle(left: float) -> None:
+            # Top the generator up, at most every 20 ms, when there is time for it.
+            now = time.perf_counter()
+            if left > 0.005 and now - last_pump[0] > 0.02 and gen.pending:
+                gen.pump()
+                last_pump[0] = now
+
+        return t0, sync, idle
+
+    def _wait_end(self, end_t: float) -> Stat | None:
+        """Until the last edge has played (the generator's schedule ends with it: fed until
+        then), then the tail; the generator's last status."""
+        gen_stat = None
+        if self.pulsegen is not None:
+            left = max(0.0, end_t - time.perf_counter())
+            gen_stat = self.pulsegen.finish(timeout=left + 2.0)
+        while time.perf_counter() < end_t:
+            time.sleep(0.01)
+        time.sleep(self.tail_s)
+        return gen_stat
 
 
 def _shift(records: list[dict[str, Any]], start_us: int, end_us: int | None) -> list[dict]:

@@ -41,6 +41,34 @@ def analyse(
     pt = pocket_tests(counts)
     sc = sectors.scan(counts)
     ch, zeros = chance_tests(idx, order.pockets)
+    flags = _flags(pt, sc, ch, zeros, order, alpha)
+    out: dict[str, Any] = {
+        "n": pt.n,
+        "alpha": alpha,
+        "wheel": order.name,
+        "pockets": _pockets_json(pt, order),
+        "sectors": _sectors_json(sc, order),
+        "chances": [_chance_json(c) for c in ch],
+        "zeros": {
+            "n": zeros.n,
+            "k": zeros.k,
+            "share": zeros.share,
+            "expected": zeros.expected,
+            "p": zeros.p,
+        },
+        "flags": flags,
+    }
+    if monitor:
+        out["monitor"], alarmed = _monitor_json(idx, order, history)
+        if alarmed:
+            flags.append("monitor")
+    return out
+
+
+def _flags(
+    pt: Any, sc: Any, ch: Sequence[Any], zeros: Any, order: WheelOrder, alpha: float
+) -> list[str]:
+    """The tests below `alpha`, in the report's order."""
     flags: list[str] = []
     if pt.chi2_p < alpha:
         flags.append("chi-square")
@@ -56,79 +84,74 @@ def analyse(
             flags.append(f"{c.name} runs")
     if zeros.p < alpha:
         flags.append("zeros share")
-    out: dict[str, Any] = {
-        "n": pt.n,
-        "alpha": alpha,
-        "wheel": order.name,
-        "pockets": {
-            "expected": pt.expected,
-            "small_sample": pt.small_sample,
-            "chi2": {"statistic": pt.chi2, "dof": pt.dof, "p": pt.chi2_p},
-            "g": {"statistic": pt.g, "dof": pt.dof, "p": pt.g_p},
-            "correction": "Holm (family-wise); Benjamini-Hochberg (false discovery rate) beside",
-            "table": [
-                {
-                    "pocket": order.pockets[i],
-                    "count": pt.counts[i],
-                    "p": pt.binom_p[i],
-                    "p_holm": pt.holm_p[i],
-                    "p_bh": pt.bh_p[i],
-                }
-                for i in range(order.size)
-            ],
-        },
-        "sectors": {
-            "z": sc.z,
-            "p": sc.p,
-            "pockets": order.sector(sc.start, sc.width),
-            "width": sc.width,
-            "count": sc.count,
-            "expected": sc.expected,
-            "widths": [min(sectors.WIDTHS), max(sectors.WIDTHS)],
-            "null_draws": sc.draws,
-        },
-        "chances": [
+    return flags
+
+
+def _pockets_json(pt: Any, order: WheelOrder) -> dict[str, Any]:
+    return {
+        "expected": pt.expected,
+        "small_sample": pt.small_sample,
+        "chi2": {"statistic": pt.chi2, "dof": pt.dof, "p": pt.chi2_p},
+        "g": {"statistic": pt.g, "dof": pt.dof, "p": pt.g_p},
+        "correction": "Holm (family-wise); Benjamini-Hochberg (false discovery rate) beside",
+        "table": [
             {
-                "name": c.name,
-                "first": c.first,
-                "n": c.n,
-                "k": c.k,
-                "share": c.share,
-                "p": c.p,
-                "runs": {
-                    "runs": c.runs.runs,
-                    "expected": c.runs.expected,
-                    "z": c.runs.z,
-                    "p": c.runs.p,
-                },
+                "pocket": order.pockets[i],
+                "count": pt.counts[i],
+                "p": pt.binom_p[i],
+                "p_holm": pt.holm_p[i],
+                "p_bh": pt.bh_p[i],
             }
-            for c in ch
+            for i in range(order.size)
         ],
-        "zeros": {
-            "n": zeros.n,
-            "k": zeros.k,
-            "share": zeros.share,
-            "expected": zeros.expected,
-            "p": zeros.p,
-        },
-        "flags": flags,
     }
-    if monitor:
-        m = Monitor(order.pockets, history=history)
-        m.feed_positions(idx)
-        out["monitor"] = {
-            "threshold": m.threshold,
-            "false_alarm": m.false_alarm,
-            "horizon": m.horizon,
-            "alarms": [
-                {"spin": a.spin, "detector": a.detector, "statistic": a.statistic} for a in m.alarms
-            ],
-        }
-        if history:
-            out["monitor"]["history"] = m.history
-        if m.alarms:
-            flags.append("monitor")
-    return out
+
+
+def _sectors_json(sc: Any, order: WheelOrder) -> dict[str, Any]:
+    return {
+        "z": sc.z,
+        "p": sc.p,
+        "pockets": order.sector(sc.start, sc.width),
+        "width": sc.width,
+        "count": sc.count,
+        "expected": sc.expected,
+        "widths": [min(sectors.WIDTHS), max(sectors.WIDTHS)],
+        "null_draws": sc.draws,
+    }
+
+
+def _chance_json(c: Any) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "first": c.first,
+        "n": c.n,
+        "k": c.k,
+        "share": c.share,
+        "p": c.p,
+        "runs": {
+            "runs": c.runs.runs,
+            "expected": c.runs.expected,
+            "z": c.runs.z,
+            "p": c.runs.p,
+        },
+    }
+
+
+def _monitor_json(idx: np.ndarray, order: WheelOrder, history: bool) -> tuple[dict, bool]:
+    """The CUSUM monitor run over the results in order, and whether it raised an alarm."""
+    m = Monitor(order.pockets, history=history)
+    m.feed_positions(idx)
+    out: dict[str, Any] = {
+        "threshold": m.threshold,
+        "false_alarm": m.false_alarm,
+        "horizon": m.horizon,
+        "alarms": [
+            {"spin": a.spin, "detector": a.detector, "statistic": a.statistic} for a in m.alarms
+        ],
+    }
+    if history:
+        out["history"] = m.history
+    return out, bool(m.alarms)
 
 
 def group_key(r: Result, by: str) -> str:
