@@ -80,6 +80,7 @@ def test_plots(tmp_path) -> None:
         "sim_last_lap.png",
         "sim_scatter.png",
         "sim_track.png",
+        "sim_drop_offset.png",
     ]
     for p in paths:
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 10_000

@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from rmc.sim import simulate_session
+from rmc.sim.figures import DropOffsets
+from rmc.sim.lapfit import clocked, lap_residuals
 from rmc.sim.session import MIN_TURNS
 
 SEED = 2019
@@ -104,6 +106,18 @@ def main() -> None:
         f"fewest turns on the track: {min(sp.turns for sp in stats.spins):.1f} "
         f"(regular launches give at least {MIN_TURNS:.0f}); valid spins: {len(ok)} of {SPINS}"
     )
+    # What is random (issue 26): the track's irregularity as lap residuals (exact passes, and
+    # as a 30 ms clicker would clock them: the real lap file shows 72 ms, 7.2 %, lag 1 −0.26),
+    # and where the ball ends around the pocket under the drop.
+    laps = [sp.lap_periods_s for sp in ok]
+    for label, spins in (("exact", laps), ("clocked 30 ms", clocked(laps, 0.030, 0.008))):
+        r = lap_residuals(spins)
+        con.print(
+            f"lap residuals around a smooth fit ({label}): {r.sd_ms:.1f} ms, "
+            f"{100 * r.rel_sd:.2f} %, lag 1 {r.lag1:+.2f}",
+            highlight=False,
+        )
+    con.print(DropOffsets.of(ok).line(), highlight=False)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from rmc.sim import (
     simulate_session,
     write_laps_csv,
 )
+from rmc.sim.figures import DropOffsets
 
 EXIT_BAD_INPUT = 2
 
@@ -120,7 +121,8 @@ def figures_line(s: Session) -> str:
         f"{len(ok)} valid spins — median: track {med(sp.track_time_s for sp in ok):.1f} s, "
         f"{med(sp.revs for sp in ok):.0f} revs, last lap "
         f"{med(sp.lap_periods_s[-1] for sp in ok):.3f} s, "
-        f"scatter {med(abs(sp.scatter or 0) for sp in ok):.0f} pockets"
+        f"scatter {med(abs(sp.scatter or 0) for sp in ok):.0f} pockets\n"
+        + DropOffsets.of(ok).line()
     )
 
 

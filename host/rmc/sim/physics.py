@@ -15,6 +15,7 @@ pocket in the rotor's frame until the frets have taken its energy.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -50,6 +51,15 @@ class Params:
     wheel_spread: float = 0.0
     rolling_friction: float = 0.030
     rolling_friction_spread: float = 0.12
+    # Lap-to-lap irregularity of the ball on the track (docs/sim.md, "What is random"): the
+    # groove's friction is redrawn for every turn of the ball, β·exp(track_noise·z −
+    # track_noise²/2), z standard normal (clipped at ±3), from the spin's noise stream; a
+    # lasting change of speed. 0 with track_wobble 0: the old deterministic track.
+    track_noise: float = 0.05
+    # The ball's wobble about its mean motion (rad, σ of a value drawn each turn, smoothly
+    # joined): it rides up and down the banked groove, trading speed for height and back, so
+    # its passes come early or late without a lasting change of speed. Same stream.
+    track_wobble: float = 0.02
     # Table tilt: a level wheel is never quite level.
     tilt_deg: float = 0.12
     tilt_dir_deg: float = 200.0
@@ -103,6 +113,7 @@ class Params:
             "groove_angle_deg": self.groove_angle_deg is None or 0 < self.groove_angle_deg < 85,
             "spreads": self.groove_tan_spread >= 0 and self.wheel_spread >= 0,
             "rolling_friction": self.rolling_friction > 0,
+            "track_noise": 0 <= self.track_noise <= 2 and 0 <= self.track_wobble <= 0.5,
             "launch_period_s": 0 < self.launch_period_s[0] <= self.launch_period_s[1],
             "rotor_period_s": 0 < self.rotor_period_s[0] <= self.rotor_period_s[1],
             "spiral_time_s": 0 < self.spiral_time_s[0] <= self.spiral_time_s[1],
@@ -195,6 +206,39 @@ class SpinSetup:
     alpha: float
     tilt: float
     tilt_dir: float
+    # Per-turn friction factors (turn k since the release: β·lap_friction[k]); empty: none.
+    lap_friction: tuple[float, ...] = ()
+    # Per-turn wobble of the ball's angle (rad, turn k since the release); empty: none.
+    wobble: tuple[float, ...] = ()
+
+
+# Turns of the track noise drawn per launch (a spin gives at most ≈30 turns; beyond, the last).
+NOISE_TURNS = 64
+
+
+def track_irregularity(rng: np.random.Generator, p: Params, s: SpinSetup) -> SpinSetup:
+    """The spin's setup with its per-turn friction factors (Params.track_noise) and wobble
+    (Params.track_wobble) drawn from `rng` (the spin's noise stream)."""
+    if p.track_noise:
+        # log-normal, mean 1: friction never turns negative, whatever the spread
+        z = np.clip(rng.standard_normal(NOISE_TURNS), -3.0, 3.0)
+        sig = p.track_noise
+        s = replace(s, lap_friction=tuple(float(x) for x in np.exp(sig * z - 0.5 * sig * sig)))
+    if p.track_wobble:
+        w = p.track_wobble * np.clip(rng.standard_normal(NOISE_TURNS + 1), -3.0, 3.0)
+        w[0] = 0.0  # released where the croupier's hand is
+        s = replace(s, wobble=tuple(float(x) for x in w))
+    return s
+
+
+def wobbled(theta: np.ndarray, theta0: float, wobble: Sequence[float]) -> np.ndarray:
+    """Angles with the ball's wobble added: a value each turn since the release, joined by a
+    half cosine (the angle stays monotonic: the wobble changes by far less than a turn)."""
+    w = np.asarray(wobble, float)
+    u = np.minimum(np.abs(theta - theta0) / TWO_PI, w.size - 1.000001)
+    i = u.astype(int)
+    s = 0.5 - 0.5 * np.cos(math.pi * (u - i))
+    return theta + w[i] * (1.0 - s) + w[i + 1] * s
 
 
 def draw_setup(
@@ -267,9 +311,14 @@ def run_track(wheel: Wheel, s: SpinSetup, dt: float, max_time: float = 120.0) ->
     sec2 = 1.0 + tan_d * tan_d
     g_over_r = G / r
 
-    def accel(th: float, om: float) -> float:
+    # The groove's friction for each turn since the release (one value: an even track); a
+    # step takes the value of the turn it starts in.
+    betas = [s.beta * f for f in s.lap_friction] or [s.beta]
+    beta, turn, edge, last = betas[0], 0, TWO_PI, len(betas) - 1
+
+    def accel(th: float, om: float, beta: float) -> float:
         sgn = 1.0 if om > 0 else -1.0
-        return -s.alpha * om * om * sgn - s.beta * sgn - k_tilt * math.sin(th - s.tilt_dir)
+        return -s.alpha * om * om * sgn - beta * sgn - k_tilt * math.sin(th - s.tilt_dir)
 
     def held(th: float, om: float) -> float:
         # >0 while the rim holds the ball; the tilt steepens the groove on its low side
@@ -283,9 +332,12 @@ def run_track(wheel: Wheel, s: SpinSetup, dt: float, max_time: float = 120.0) ->
     if h_prev <= 0:
         raise ValueError("launch speed too low: the ball falls off the rim at once")
     while True:
-        a1 = accel(th, om)
+        if turn < last and abs(th - s.theta0) >= edge:
+            turn, edge = turn + 1, edge + TWO_PI
+            beta = betas[turn]
+        a1 = accel(th, om, beta)
         thm, omm = th + 0.5 * dt * om, om + 0.5 * dt * a1
-        a2 = accel(thm, omm)
+        a2 = accel(thm, omm, beta)
         th_n, om_n = th + dt * omm, om + dt * a2
         h_n = held(th_n, om_n)
         if h_n <= 0 or om_n * om <= 0:
@@ -298,7 +350,11 @@ def run_track(wheel: Wheel, s: SpinSetup, dt: float, max_time: float = 120.0) ->
             ts.append(t_d)
             ths.append(th_d)
             oms.append(om_d)
-            return Track(np.asarray(ts), np.asarray(ths), np.asarray(oms), t_d, th_d, om_d)
+            theta = np.asarray(ths)
+            if s.wobble:
+                theta = wobbled(theta, s.theta0, s.wobble)
+                th_d = float(theta[-1])
+            return Track(np.asarray(ts), theta, np.asarray(oms), t_d, th_d, om_d)
         t, th, om, h_prev = t + dt, th_n, om_n, h_n
         ts.append(t)
         ths.append(th)
@@ -353,22 +409,7 @@ def land(
     w_ring = w_drop * (wheel.track_radius_m / wheel.deflector_radius_m) ** 2 * 0.7
     th = track.theta_drop + d * 0.5 * (w_drop + w_ring) * t_sp
     t = track.t_drop + t_sp
-    deflector: int | None = None
-    if rng.random() < p.deflector_hit_prob:
-        # It strikes the first deflector ahead, unless that one is more than a gap away.
-        ahead = [((d * (a - th)) % TWO_PI, i) for i, a in enumerate(wheel.deflectors_rad)]
-        gap, idx = min(ahead)
-        t += gap / w_ring
-        th += d * gap
-        deflector = idx
-        w_after = w_ring * float(rng.uniform(*p.deflector_restitution))
-        if rng.random() < p.deflector_reverse_prob:
-            d_after = -d  # a square hit can throw the ball back
-        else:
-            d_after = d
-    else:
-        w_after = w_ring * float(rng.uniform(0.6, 0.85))
-        d_after = d
+    t, th, deflector, w_after, d_after = _deflect(rng, wheel, p, t, th, d, w_ring)
     # Short fall from the deflector ring to the pockets.
     t_fall = float(rng.uniform(0.12, 0.3))
     w_ball = w_after * (wheel.deflector_radius_m / wheel.pocket_radius_m) * p.pocket_entry_speed
@@ -381,13 +422,37 @@ def land(
     w_rel = abs(w_rel)
     # Distance in the rotor frame until the frets have taken the relative speed.
     dist = w_rel * w_rel / (2 * p.fret_decel)
-    total = round(dist / wheel.pocket_angle)
+    hops = _hops(rng, t_entry, round(dist / wheel.pocket_angle), rel_dir)
+    return Landing(t - 0.0, th, deflector, t_entry, th_entry, rel_dir, hops)
+
+
+def _deflect(
+    rng: np.random.Generator,
+    wheel: Wheel,
+    p: Params,
+    t: float,
+    th: float,
+    d: int,
+    w_ring: float,
+) -> tuple[float, float, int | None, float, int]:
+    """At the deflector ring: (time, angle, deflector struck or None, speed, direction)."""
+    if rng.random() < p.deflector_hit_prob:
+        # It strikes the first deflector ahead, unless that one is more than a gap away.
+        ahead = [((d * (a - th)) % TWO_PI, i) for i, a in enumerate(wheel.deflectors_rad)]
+        gap, idx = min(ahead)
+        w_after = w_ring * float(rng.uniform(*p.deflector_restitution))
+        # a square hit can throw the ball back
+        d_after = -d if rng.random() < p.deflector_reverse_prob else d
+        return t + gap / w_ring, th + d * gap, idx, w_after, d_after
+    return t, th, None, w_ring * float(rng.uniform(0.6, 0.85)), d
+
+
+def _hops(rng: np.random.Generator, t_entry: float, total: int, rel_dir: int) -> list[Hop]:
+    """The ball's stays in the pockets, `total` pockets on in the rotor's frame, then rest."""
     hops: list[Hop] = []
     t_now, pos, left = t_entry, 0, total
-    while True:
+    while left > 0:
         # Sits in the pocket briefly, then hops on: long hops early, short ones late.
-        if left <= 0:
-            break
         stay = float(rng.uniform(0.03, 0.09))
         hops.append(Hop(pos * rel_dir, t_now, t_now + stay))
         step = max(1, min(left, int(rng.integers(1, 3 + left // 3))))
@@ -403,4 +468,4 @@ def land(
         hops.append(Hop(pos * rel_dir, t_now, t_now + float(rng.uniform(0.01, 0.03))))
         t_now += float(rng.uniform(0.02, 0.08))
     hops.append(Hop(pos * rel_dir, t_now, None))
-    return Landing(t - 0.0, th, deflector, t_entry, th_entry, rel_dir, hops)
+    return hops

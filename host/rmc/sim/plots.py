@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from rmc import ROOT
+from rmc.sim.figures import HALF, POCKETS, DropOffsets
 from rmc.sim.session import SpinRecord, simulate_session
 
 PUBLISHED_BAND = "#d9ead3"
@@ -106,6 +107,26 @@ def plot_track(spins: list[SpinRecord], path: Path) -> Path:
     return path
 
 
+def plot_drop_offset(spins: list[SpinRecord], path: Path) -> Path:
+    d = DropOffsets.of(spins)
+    x = np.arange(-HALF, HALF + 1)
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
+    ax.axvspan(-3.5, 3.5, color=PUBLISHED_BAND, zorder=0, label="±3 pockets")
+    ax.bar(x, d.counts, width=0.9, color="#7a5cb6")
+    ax.axhline(d.n / POCKETS, color="grey", ls="--", lw=1, label="flat (1/39 each)")
+    ax.set_xlabel("pockets from the pocket under the ball at the drop to rest (ball's way +)")
+    ax.set_ylabel("spins")
+    ax.set_title(
+        f"Pocket of rest around the drop's pocket, {d.n} spins: within ±3 "
+        f"{100 * d.within3:.0f} %, ±9 {100 * d.within9:.0f} %"
+    )
+    ax.legend(fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def write_plots(out: Path, seed: int = 2019, spins: int = 1000) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     data = _spins(seed, spins)
@@ -114,6 +135,7 @@ def write_plots(out: Path, seed: int = 2019, spins: int = 1000) -> list[Path]:
         plot_last_lap(data, out / "sim_last_lap.png"),
         plot_scatter(data, out / "sim_scatter.png"),
         plot_track(data, out / "sim_track.png"),
+        plot_drop_offset(data, out / "sim_drop_offset.png"),
     ]
 
 
