@@ -139,6 +139,9 @@ class Subscriber:
         self.connected = threading.Event()
         self.connects = 0
         self._mqtt: Any = None
+        # called with (table, boot, seq) once a frame is checked and placed in its table's
+        # run (a benchmark's latency probe, tests/bench/mqtt_e2e.py); None: nothing is done
+        self.on_verified: Callable[[str, int, int], None] | None = None
 
     # --- the connection ---
 
@@ -263,6 +266,8 @@ class Subscriber:
         t.deriver.add(f, int(rx_ms * 1000))
         was_whole = not t.ahead
         missing = t.place((f.boot, f.seq))
+        if self.on_verified is not None:
+            self.on_verified(table, f.boot, f.seq)
         if missing is not None and was_whole:  # told once a gap opens, not at each frame
             self.show(Text(f"{table} gap: boot {missing[0]} from seq {missing[1]} missing",
                            "yellow"))  # fmt: skip

@@ -21,7 +21,7 @@ database (rmc.serve.lease) there are several writers; but a table is written by 
 at a time, its handover fenced, so a table's rows still become visible in id order: hence a
 cursor a table. Each service publishes the tables it holds (`leases`); a table's cursor moves
 past its rows published and past a safe point below which every row of the held tables is
-visible (`Leases.top`: where the writer's last batch began). See `Publisher._turn`.
+visible (`Leases.top`: where the writer's last batch began). See `Publisher._page`.
 
 Topics, under a prefix (`rmc` by default):
 
@@ -208,7 +208,7 @@ class Publisher:
         page: int = PAGE,
         client_id: str | None = None,
         max_bytes: int = MAX_BYTES,
-        linger_s: float = LINGER_S,
+        linger_s: float | None = None,  # None: LINGER_S
         leases: Any = None,
     ) -> None:
         self.store = store
@@ -218,7 +218,7 @@ class Publisher:
         self.on_state = on_state
         self.page = page
         self.max_bytes = max_bytes
-        self.linger_s = linger_s
+        self.linger_s = LINGER_S if linger_s is None else linger_s
         # the outbox is the database: no session state is needed at the broker for sending
         self.client_id = client_id or f"rmc-serve-{socket.gethostname()}-{id(self):x}"[:64]
         self.health = MqttHealth(self.broker.where, self.prefix)
@@ -397,15 +397,7 @@ class Publisher:
     def _turn(self) -> tuple[int, bool]:
         """A page of each source table published and every message acknowledged; then the
         cursors moved (stored every SAVE_S): the rows published, and whether a page was full
-        (a backlog: the next turn comes at once).
-
-        Where a table's cursor goes: past its rows published, and past `safe`, up to which
-        every row of the tables read is visible and was read. Without leases one writer
-        stores every row, in id order: `safe` is the page's last id. With leases, each table
-        is written by its holder alone (fenced), so a table's rows become visible in id order,
-        but rows of the tables we hold do not, among those of other services' tables:
-        `safe` is then the id our writer's last batch began at (`Leases.top`), below which
-        every row of ours is committed."""
+        (a backlog: the next turn comes at once). Where the cursors go: `_page`."""
         held = None if self.leases is None else set(self.leases.held)
         top = None if self.leases is None else dict(self.leases.top)
         if held is not None:
@@ -421,37 +413,10 @@ class Publisher:
         rows_in = 0
         full_any = False
         for src in SOURCES:
-            cur = self.cursor[src]
-            low = self.low[src] if held is None else min(cur[t] for t in held)
-            rows = self._read(src, self.page, low, held)
-            full = len(rows) == self.page
+            new, moves[src], low, full = self._page(src, held, top)
             full_any = full_any or full
-            new = [r for r in rows if r[0] > cur.get(r[1], low)]
-            safe: int | None
-            if held is None:
-                safe = rows[-1][0] if rows else None
-            else:
-                assert top is not None
-                safe = min(top.get(src, 0), rows[-1][0]) if full else top.get(src, 0)
-            if src == "commands":
-                ready = _ready_commands(new)
-                if len(ready) < len(new):  # a command awaiting its answer: nothing past it
-                    first = new[len(ready)][0] - 1
-                    safe = first if safe is None else min(safe, first)
-                new = ready
-            last: dict[str, int] = {}
-            for r in new:
-                last[r[1]] = r[0]
-            names = held if held is not None else set(cur) | set(last)
-            moved = {}
-            for t in names:
-                was = cur.get(t, low if held is None else 0)
-                v = max(was, last.get(t, 0), safe or 0)
-                if v != cur.get(t):
-                    moved[t] = v
-            moves[src] = moved
-            if held is None and safe is not None:
-                lows[src] = max(low, safe)
+            if low is not None:
+                lows[src] = low
             if new:
                 messages += getattr(self, f"_{src}")(new)
                 rows_in += len(new)
@@ -466,6 +431,50 @@ class Publisher:
         }
         self._save()
         return rows_in, full_any
+
+    def _page(
+        self, src: str, held: set[str] | None, top: dict[str, int] | None
+    ) -> tuple[list, dict[str, int], int | None, bool]:
+        """A page of a source table: (its rows to publish, the tables' cursors that move once
+        they are acknowledged, where the next page starts without leases (None: where it
+        did), whether the page was full).
+
+        Where a table's cursor goes: past its rows published, and past `safe`, up to which
+        every row of the tables read is visible and was read. Without leases one writer
+        stores every row, in id order: `safe` is the page's last id. With leases, each table
+        is written by its holder alone (fenced), so a table's rows become visible in id order,
+        but rows of the tables we hold do not, among those of other services' tables:
+        `safe` is then the id our writer's last batch began at (`Leases.top`), below which
+        every row of ours is committed."""
+        cur = self.cursor[src]
+        low = self.low[src] if held is None else min(cur[t] for t in held)
+        rows = self._read(src, self.page, low, held)
+        full = len(rows) == self.page
+        new = [r for r in rows if r[0] > cur.get(r[1], low)]
+        safe: int | None
+        if held is None:
+            safe = rows[-1][0] if rows else None
+        else:
+            assert top is not None
+            safe = min(top.get(src, 0), rows[-1][0]) if full else top.get(src, 0)
+        if src == "commands":
+            ready = _ready_commands(new)
+            if len(ready) < len(new):  # a command awaiting its answer: nothing past it
+                first = new[len(ready)][0] - 1
+                safe = first if safe is None else min(safe, first)
+            new = ready
+        last: dict[str, int] = {}
+        for r in new:
+            last[r[1]] = r[0]
+        names = held if held is not None else set(cur) | set(last)
+        moved = {}
+        for t in names:
+            was = cur.get(t, low if held is None else 0)
+            v = max(was, last.get(t, 0), safe or 0)
+            if v != cur.get(t):
+                moved[t] = v
+        next_low = max(low, safe) if held is None and safe is not None else None
+        return new, moved, next_low, full
 
     def _frames(self, rows: list) -> list[tuple[str, bytes, bool]]:
         """Per table, its frame lines in (boot, seq) order, as few messages as MAX_BYTES
