@@ -2,7 +2,7 @@
 # its critical speed, launches of 0.5-0.7 s laps, last laps ~15% longer each, timing noise.
 import lapgen
 
-from rmcfw import rnvp, ticks
+from rmcfw import rnvp, rnvp_maths, ticks
 
 
 def replay(p, times):
@@ -109,7 +109,10 @@ def test_laps_clocked_one_by_one_are_told_from_noisy_passes():
         t = w.spin(noise_s=0.0, keep=None if i % 3 else 5 + i % 6, lap_noise_s=0.02)
         call, _ = replay(p, t)
         if i >= 5:
-            assert p.laps_ll > 0, (i, p.laps_ll)  # told from the first spins
+            assert p.wheel.laps_log_odds > 0, (
+                i,
+                p.wheel.laps_log_odds,
+            )  # told from the first spins
         n += 1
         was_late, was_within = outcome(call, t)
         late += was_late
@@ -121,7 +124,7 @@ def test_laps_clocked_one_by_one_are_told_from_noisy_passes():
     w = lapgen.Wheel(lapgen.Rng(5), 1.1)
     for i in range(36):
         replay(q, w.spin(noise_s=0.02, keep=None if i % 3 else 5 + i % 6))
-        assert q.laps_ll < 0, (i, q.laps_ll)
+        assert q.wheel.laps_log_odds < 0, (i, q.wheel.laps_log_odds)
 
 
 def test_design_growth_wheels_are_never_late():
@@ -158,9 +161,9 @@ def test_one_noisy_bracket_does_not_pull_the_learned_centre():
     se = [[0.01] * 15 + [0.15], [0.01] * 16]
     p = rnvp.Predictor()
     assert rnvp.restore(p, {"a": 1.0, "n": 16, "lo": lo, "hi": hi, "se": se})
-    assert abs(p.c + 0.75) < 0.005, p.c
+    assert abs(p.wheel.centre + 0.75) < 0.005, p.wheel.centre
     # the spread still comes from the brackets as stored: the noisy end counts there
-    assert abs(p.spread - (-0.6 - (-0.7)) / 2) < 0.005, p.spread
+    assert abs(p.wheel.spread - (-0.6 - (-0.7)) / 2) < 0.005, p.wheel.spread
 
 
 def _model_passes(v, a, b, laps):
@@ -186,7 +189,7 @@ def test_a_doubtful_next_pass_is_called_just_before_it():
         v = (v + b) / a
     times, v_end = _model_passes(v, a, b, 9)
     p = rnvp.Predictor(lead_s=1.0, drop_s=1.2)
-    p.a = a
+    p.wheel.drag = a
     replay_head = [int(x * 1e6) for x in times[:9]]  # 8 laps: the next pass is times[9]
     p.reset(replay_head[0])
     for t in replay_head[1:]:
@@ -218,12 +221,12 @@ def test_invert4():
     for i in range(4):
         for j in range(i):
             full[4 * i + j] = full[4 * j + i]
-    assert rnvp._invert4(m)
+    assert rnvp_maths.invert4(m)
     for i in range(4):
         for j in range(4):
             x = sum(full[4 * i + k] * m[4 * k + j] for k in range(4))
             assert abs(x - (1.0 if i == j else 0.0)) < 1e-5, (i, j, x)  # single floats too
-    assert not rnvp._invert4([0.0] * 16)
+    assert not rnvp_maths.invert4([0.0] * 16)
 
 
 def test_short_noisy_spins_move_the_drag_little():
@@ -234,12 +237,15 @@ def test_short_noisy_spins_move_the_drag_little():
     noisy = rnvp.Predictor()
     replay(noisy, w.spin(noise_s=0.03, keep=6))
     # a clean whole spin tells the drag (0.97) at once; 6 noisy laps hardly move it from 1
-    assert abs(clean.a - 0.97) < 0.002, clean.a
-    assert abs(noisy.a - 1.0) < 0.005, noisy.a
+    assert abs(clean.wheel.drag - 0.97) < 0.002, clean.wheel.drag
+    assert abs(noisy.wheel.drag - 1.0) < 0.005, noisy.wheel.drag
     # ... and weigh accordingly against later spins
     prior = 1.0 / 0.03**2
-    assert clean._pa > 1000 * prior and noisy._pa < 2 * prior, (clean._pa, noisy._pa)
-    assert clean.drag_spins == noisy.drag_spins == 1
+    assert clean.wheel.drag_precision > 1000 * prior and noisy.wheel.drag_precision < 2 * prior, (
+        clean.wheel.drag_precision,
+        noisy.wheel.drag_precision,
+    )
+    assert clean.wheel.drag_spins == noisy.wheel.drag_spins == 1
 
 
 def test_the_drop_instant_is_called_ahead_of_the_last_pass():
@@ -304,27 +310,59 @@ def test_learned_wheel_survives_export_and_restore():
     data = rnvp.export(p)
     q = rnvp.Predictor()
     assert rnvp.restore(q, data)
-    assert q.learned == p.learned and abs(q.u_c - p.u_c) < 1e-6 and abs(q.a - p.a) < 1e-6
-    assert abs(q.c - p.c) < 1e-6 and abs(q.spread - p.spread) < 1e-6
-    assert q.drag_spins == p.drag_spins > 0 and abs(q._pa - p._pa) < 1e-6 * p._pa
-    assert q.nb == p.nb > 0 and abs(q.lb - p.lb) < 1e-9 and abs(q.lbv - p.lbv) < 1e-9
-    assert q.nn == p.nn > 0 and abs(q.noise - p.noise) < 1e-12
-    assert q.nr == p.nr > 0 and abs(q.lr - p.lr) < 1e-9 and abs(q.lrv - p.lrv) < 1e-9
-    assert abs(q.lbw - p.lbw) < 1e-6 * p.lbw and abs(q.laps_ll - p.laps_ll) < 1e-9
+    assert (
+        q.learned == p.learned
+        and abs(q.u_c - p.u_c) < 1e-6
+        and abs(q.wheel.drag - p.wheel.drag) < 1e-6
+    )
+    assert (
+        abs(q.wheel.centre - p.wheel.centre) < 1e-6 and abs(q.wheel.spread - p.wheel.spread) < 1e-6
+    )
+    assert (
+        q.wheel.drag_spins == p.wheel.drag_spins > 0
+        and abs(q.wheel.drag_precision - p.wheel.drag_precision) < 1e-6 * p.wheel.drag_precision
+    )
+    assert (
+        q.wheel.friction_spins == p.wheel.friction_spins > 0
+        and abs(q.wheel.friction_log - p.wheel.friction_log) < 1e-9
+        and abs(q.wheel.friction_var - p.wheel.friction_var) < 1e-9
+    )
+    assert (
+        q.wheel.noise_spins == p.wheel.noise_spins > 0
+        and abs(q.wheel.noise - p.wheel.noise) < 1e-12
+    )
+    assert (
+        q.wheel.loss_spins == p.wheel.loss_spins > 0
+        and abs(q.wheel.loss_log - p.wheel.loss_log) < 1e-9
+        and abs(q.wheel.loss_var - p.wheel.loss_var) < 1e-9
+    )
+    assert (
+        abs(q.wheel.friction_weight - p.wheel.friction_weight) < 1e-6 * p.wheel.friction_weight
+        and abs(q.wheel.laps_log_odds - p.wheel.laps_log_odds) < 1e-9
+    )
     # the same laps then give the same call
     t = w.spin(noise_s=0.01)
     assert replay(p, t) == replay(q, t)
     # a prior set after the restore (the table's config) keeps what was learned
     q.set_prior(1.3)
-    assert q.learned == p.learned and q.has_prior
+    assert q.learned == p.learned and q.wheel.has_prior
     # an older state (no drag, friction or noise yet) is taken, those start afresh
     old = {"a": 0.97, "n": 2, "lo": [-0.4, -0.5], "hi": [-0.1, -0.2]}
     r = rnvp.Predictor()
-    assert rnvp.restore(r, old) and r.a == 0.97 and r.nb == 0 and r.drag_spins == 0
+    assert (
+        rnvp.restore(r, old)
+        and r.wheel.drag == 0.97
+        and r.wheel.friction_spins == 0
+        and r.wheel.drag_spins == 0
+    )
     # a friction saved without its precision gets one from its spins and variance
     older = dict(data)
     older["b"] = data["b"][:3]
-    assert rnvp.restore(r, older) and r.nb == data["b"][2] > 0 and 0 < r.lbw < 1e9
+    assert (
+        rnvp.restore(r, older)
+        and r.wheel.friction_spins == data["b"][2] > 0
+        and 0 < r.wheel.friction_weight < 1e9
+    )
     assert not rnvp.restore(rnvp.Predictor(), {"a": 2, "n": 0, "lo": [], "hi": []})
     assert not rnvp.restore(rnvp.Predictor(), {"u_c": 1, "a": 1, "n": 0, "lo": []})  # old
     assert not rnvp.restore(rnvp.Predictor(), {"junk": 1})
@@ -342,8 +380,8 @@ def test_learned_wheel_survives_export_and_restore():
     bad = dict(data)
     bad["b"] = data["b"][:3] + [-1.0]
     assert not rnvp.restore(rnvp.Predictor(), bad)
-    p.changes = 1.5
-    assert rnvp.restore(q, rnvp.export(p)) and q.changes == 1.5
+    p.wheel.changes = 1.5
+    assert rnvp.restore(q, rnvp.export(p)) and q.wheel.changes == 1.5
     # the brackets' errors: saved and checked; a state saved without them takes none
     assert len(data["se"][0]) == len(data["lo"]) and all(x > 0 for x in data["se"][1])
     bad = dict(data)
@@ -353,7 +391,7 @@ def test_learned_wheel_survives_export_and_restore():
     assert not rnvp.restore(rnvp.Predictor(), bad)
     older = dict(data)
     del older["se"]
-    assert rnvp.restore(r, older) and r.learned == data["n"] and r._se_lo[0] == 0.0
+    assert rnvp.restore(r, older) and r.learned == data["n"] and r.wheel.low_se[0] == 0.0
 
 
 def test_no_prediction_for_a_ball_not_slowing():
@@ -374,7 +412,7 @@ def test_odd_spins_teach_nothing_and_never_crash():
         for lap in laps:
             times.append(times[-1] + lap)
         replay(p, times)
-    assert p.u_c > 0 and 0.8 <= p.a <= 1.0
+    assert p.u_c > 0 and 0.8 <= p.wheel.drag <= 1.0
 
 
 def test_random_laps_never_crash():
@@ -391,7 +429,7 @@ def test_random_laps_never_crash():
                 times.append(times[-1] + lap)
             call, why = replay(p, times)
             assert call is None or (0 <= call <= times[-1] + 60 and why in ("fit", "limit"))
-        assert 0.8 <= p.a <= 1.0 and p.noise >= 0 and p.lbv >= 0
+        assert 0.8 <= p.wheel.drag <= 1.0 and p.wheel.noise >= 0 and p.wheel.friction_var >= 0
 
 
 def _wheels_in_turn(wheels, noise_s, spins=12, growth=(1.15, 1.22)):
@@ -399,8 +437,8 @@ def _wheels_in_turn(wheels, noise_s, spins=12, growth=(1.15, 1.22)):
     several tables): (spins called within, late, spins, wheels learned afresh)."""
     p = rnvp.Predictor(lead_s=1.0)
     forgot = []
-    forget = p.forget_wheel
-    p.forget_wheel = lambda: forgot.append(1) or forget()
+    forget = p.wheel.forget
+    p.wheel.forget = lambda: forgot.append(1) or forget()
     n = within = late = 0
     for last_lap_s, seed in wheels:
         w = lapgen.Wheel(lapgen.Rng(seed), last_lap_s, growth=growth)

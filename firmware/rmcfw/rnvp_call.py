@@ -1,0 +1,221 @@
+# Deciding a call counted to the last pass: the readings of the spin (rmcfw.rnvp_readings)
+# followed pass by pass ahead give each pass the probability that it is the last, and its
+# time a standard error; the call is chosen from that table. docs/firmware.md, "Deciding the
+# call".
+from array import array
+from math import sqrt
+
+from micropython import const
+
+from rmcfw.rnvp_maths import cdf, quad, sd, within
+from rmcfw.rnvp_readings import FIT_A, FIT_B, FIT_COV, FIT_NOISE, FIT_SEEN, weigh
+
+MAX_AHEAD = const(60)  # laps predicted at most (a ball hardly slowing: no prediction)
+MIN_LAPS = const(4)  # a spin of fewer laps is void: its last pass is at least the 4th
+_RISK = 0.001  # a pass call may miss a last pass this likely (a late call)
+_GUARD = 0.02  # s: a call bounded by a pass comes at least this much before it
+_OFFSETS = (0.0, -0.4, -0.2, 0.2, 0.4)  # s: calls tried around each pass's lead
+
+
+class Ahead:
+    """The passes ahead of the current one, as the readings see them: each one's time (s
+    from the first pass), its standard error (s) and the probability that it is the last."""
+
+    def __init__(self):
+        self.time = array("f", bytes(4 * MAX_AHEAD))
+        self.error = array("f", bytes(4 * MAX_AHEAD))
+        self.p_last = array("f", bytes(4 * MAX_AHEAD))
+
+    def decide(self, s, readings, passes_seen, lap_noise, lead_s, lead_revs):
+        """(call time (s), the pass ahead aimed at as the last), or None: the readings
+        mixed by their weights, at the current pass at s.
+
+        Which pass is the last is uncertain (v_c, the fit): each pass ahead gets the
+        probability that it is the last, and its time a standard error. The call may come
+        after the last pass with at most _RISK probability (late()); within that bound it
+        takes the time that puts the most probability within +-0.5 s of the lead. When the
+        next pass may or may not be the last, a call just before it is within for the pass
+        after it, whose lap is shorter than lead + 0.5 s: the doubt then costs little."""
+        dom = weigh(readings)  # the pass times come from the likelier reading
+        n, first = self._fill(s, readings, dom, passes_seen, lap_noise)
+        if first < 0:
+            return None  # no end in sight: the safety limit stands
+        latest = self._latest(s, n)
+        if lead_revs > 0:
+            return self._revs_call(s, n, latest, lead_revs)
+        return self._lead_call(s, n, first, latest, lead_s)
+
+    def _fill(self, s, readings, dom, passes_seen, lap_noise):
+        """Follow the readings pass by pass ahead and fill the table; (passes in it, the
+        earliest that may be the last or -1). A pass before the 4th voids the spin (decree:
+        fewer than 4 revolutions): while it is ahead, it comes, and the readings are
+        weighed by how likely they thought it."""
+        f = dom.fit
+        noise = f[FIT_NOISE]
+        tp = self.time
+        st = self.error
+        pl = self.p_last
+        t = s
+        dt = [0.0, 0.0, 0.0]  # d time / d (w, b, a) of the pass ahead
+        cum = 0.0
+        first = -1
+        n = 0
+        while n < MAX_AHEAD:
+            tp[n] = t
+            # the fit's error, and the pass's own (with lap noise: that of each lap to it)
+            own = n if lap_noise else 1
+            err = quad(dt[0], dt[1], dt[2], *f[FIT_COV:FIT_SEEN])
+            st[n] = sd(noise * (err + own)) if n else 0.0
+            void = passes_seen + n <= MIN_LAPS
+            p_last = 0.0
+            nxt_alive = 0.0
+            lap = None
+            for h in readings:
+                fh = h.fit
+                v = h.v
+                nxt = fh[FIT_A] * v - fh[FIT_B]
+                gw = fh[FIT_A] * h.gw
+                gb = fh[FIT_A] * h.gb - 1.0
+                ga = v + fh[FIT_A] * h.ga
+                na = _next_alive(h, nxt, gw, gb, ga, void)
+                if h is dom:
+                    lap = _lap(h, nxt, gw, gb, ga, dt)
+                p_last += h.weight * (h.reached - na)
+                nxt_alive += h.weight * na
+                h.v = nxt
+                h.gw = gw
+                h.gb = gb
+                h.ga = ga
+                h.reached = na
+            if void:
+                _normalise(readings)
+                nxt_alive = 1.0  # that pass comes (given), whatever the readings thought
+            pl[n] = p_last  # the pass n ahead is the last one
+            cum += p_last
+            if first < 0 and cum > _RISK:
+                first = n
+            n += 1
+            if nxt_alive < 1e-4 or (first >= 0 and n > first + 2) or lap < 0:
+                break
+            t += lap
+        return n, first
+
+    def _latest(self, s, n):
+        """The latest call whose risk of coming after the last pass stays within _RISK."""
+        latest = s
+        if self.p_last[0] <= _RISK:
+            lo = s
+            hi = self.time[n - 1]
+            if self._late(hi, n) <= _RISK:
+                lo = hi
+            else:
+                for _ in range(16):
+                    x = (lo + hi) / 2
+                    if self._late(x, n) <= _RISK:
+                        lo = x
+                    else:
+                        hi = x
+            latest = lo - _GUARD if lo - _GUARD > s else s
+        return latest
+
+    def _lead_call(self, s, n, first, latest, lead):
+        """Within the latest call, the one most likely within +-0.5 s of the lead; (call,
+        the pass aimed at)."""
+        tp = self.time
+        pl = self.p_last
+        best = -1.0
+        call = latest
+        aim = first
+        for k in range(first, n):
+            for d in _OFFSETS:
+                x = tp[k] - lead + d
+                if x > latest:
+                    x = latest
+                if x < s:
+                    x = s
+                score = 0.0
+                for j in range(first, n):
+                    score += pl[j] * within(tp[j] - x - lead, self.error[j])
+                # centred leads first, among calls as likely
+                off = tp[k] - x - lead
+                score -= 0.001 * (off if off > 0 else -off)
+                if score > best:
+                    best = score
+                    call = x
+                    aim = k
+        return call, aim
+
+    def _revs_call(self, s, n, latest, revs):
+        """A lead in revolutions: the call at the pass `revs` laps before the last one, or
+        in the lap that ends there, most likely so within the latest call the risk bound
+        allows; (call, the pass ahead aimed at as the last)."""
+        tp = self.time
+        pl = self.p_last
+        best = -1.0
+        call = s
+        aim = 0
+        i = 0  # the lap the call falls in: the one that ends at the pass i ahead
+        for m in range(n):
+            x = tp[m] if tp[m] < latest else latest
+            if x < s:
+                x = s
+            while i < m and tp[i] < x:
+                i += 1
+            j = i + revs  # the last pass that puts this call `revs` laps before it
+            if j < n and pl[j] > best:
+                best = pl[j]
+                call = x
+                aim = j
+        return call, aim
+
+    def _late(self, x, n):
+        """Probability that a call at x comes after the last pass (by the table)."""
+        tp = self.time
+        st = self.error
+        pl = self.p_last
+        r = 0.0
+        for j in range(n):
+            if st[j] > 0:
+                r += pl[j] * cdf((x - tp[j]) / st[j])
+            elif x > tp[j]:
+                r += pl[j]
+        return r
+
+
+def _next_alive(h, nxt, gw, gb, ga, void):
+    """The probability that reading h reaches the next pass (speed^2 nxt, gradient (gw, gb,
+    ga)), given the current pass and at most its chance of reaching this one. A pass that
+    voids the spin comes: the reading is weighed by how likely it thought it instead."""
+    if nxt <= 0:
+        return 0.0
+    na = h.alive(nxt, gw, gb, ga)
+    if void:
+        p = na if na > 1e-9 else 1e-9
+        h.weight *= p / h.current
+        h.current = p
+        na = 1.0
+    else:
+        na /= h.current
+    return h.reached if na > h.reached else na
+
+
+def _lap(h, nxt, gw, gb, ga, dt):
+    """The lap from reading h's pass to the next (speed^2 nxt, gradient (gw, gb, ga)), -1
+    where there is none; adds its derivatives by (w, b, a) to dt."""
+    if nxt <= 0:
+        return -1.0
+    sv = sqrt(h.v)
+    sn = sqrt(nxt)
+    q = 1.0 / ((sv + sn) * (sv + sn))
+    dt[0] -= q * (h.gw / sv + gw / sn)  # lap = 2/(sv + sn)
+    dt[1] -= q * (h.gb / sv + gb / sn)
+    dt[2] -= q * (h.ga / sv + ga / sn)
+    return 2.0 / (sv + sn)
+
+
+def _normalise(readings):
+    tot = 0.0
+    for h in readings:
+        tot += h.weight
+    for h in readings:
+        h.weight /= tot

@@ -1,0 +1,275 @@
+# The predictor's view of the spin on the track: its pass times, and the wheel's model fitted
+# to them (docs/firmware.md, "The predictor's model"). Going back from the last pass, each
+# lap's speed^2 follows from the next one's by the drag a and the friction b.
+from array import array
+from math import sqrt
+
+from micropython import const
+
+from rmcfw.rnvp_maths import invert4
+
+PASSES = const(64)  # pass times kept per spin (a spin has 10-25 laps)
+
+
+class Passes:
+    """The pass times of one spin (s from its first pass) and the fits made on them.
+
+    refine() leaves its results here: the covariance factors of (w, b, a) (times the
+    pass-time variance, or a lap's with lap noise), the residual sum of squares and the drag
+    it fitted. `recent` and `fade` shape state()'s fit of the lap means."""
+
+    def __init__(self):
+        self.times = array("f", bytes(4 * PASSES))
+        self.count = 1  # passes seen, the first included
+        self.recent = 20  # laps in the fit of the current spin (the model holds that long)
+        self.fade = 1.0  # weight of a lap relative to the next one
+        self.cov_ww = self.cov_wb = self.cov_bb = 0.0
+        self.cov_wa = self.cov_ba = self.cov_aa = 0.0
+        self.rss = 0.0
+        self.drag_fit = 1.0
+        self._m = [0.0] * 16  # the normal matrix of a fit, then its inverse
+        self._y = [0.0] * 4  # its right-hand side
+        # refine()'s rows, one per pass back from the last: the residual of its time, and
+        # its derivatives by w, b and a. Doubles, as exact as the floats put in them.
+        zeros = bytes(8 * PASSES)
+        self._res = array("d", zeros)
+        self._rows = (array("d", zeros), array("d", zeros), array("d", zeros))
+
+    def add(self, s):
+        """A pass at s (s from the first); a ball that never slows keeps the latest ones."""
+        if self.count >= PASSES:
+            for i in range(PASSES - 1):
+                self.times[i] = self.times[i + 1]
+            self.count -= 1
+        self.times[self.count] = s
+        self.count += 1
+
+    def u(self, lap):
+        """Lap-mean (speed)^2 of lap `lap` (between passes lap and lap+1), in (rev/s)^2."""
+        period = self.times[lap + 1] - self.times[lap]
+        if period <= 0:
+            return -1.0
+        return 1.0 / (period * period)
+
+    def state(self, a, k=None, fade=None):
+        """(u, b): the last lap's u and the friction b of this spin, or None.
+
+        With the drag a known, the laps before the last one follow from those two values:
+        u_(L-j) = u_L*c_j + b*d_j (c_j = a^-j, d_j = sum of a^-i for i = 1..j), so both come
+        from a weighted least-squares fit over the recent laps, with no differencing of the
+        noisy lap times.
+        """
+        laps = self.count - 1
+        k = min(laps, k or self.recent)
+        if fade is None:
+            fade = self.fade
+        if k < 2:
+            return None
+        scc = scd = sdd = scu = sdu = 0.0
+        c = 1.0
+        d = 0.0
+        w = 1.0
+        inv = 1.0 / a
+        for j in range(k):
+            u = self.u(laps - 1 - j)
+            if u <= 0:
+                return None
+            wn = w / (u * u * u)  # lap-time noise weighs on u as u^1.5
+            scc += wn * c * c
+            scd += wn * c * d
+            sdd += wn * d * d
+            scu += wn * c * u
+            sdu += wn * d * u
+            c *= inv
+            d = d * inv + inv
+            w *= fade
+        det = scc * sdd - scd * scd
+        if det <= 0:
+            return None
+        u = (sdd * scu - scd * sdu) / det
+        b = (scc * sdu - scd * scu) / det
+        return u, b
+
+    def refine(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0, lap_noise=False):
+        """(w, b) fitted to the last k+1 pass times themselves, from a first guess, or None.
+
+        Gauss-Newton, equal weights, four steps. Each step walks the model back from the
+        last pass (_walk), sums the normal equations of the pass times' errors
+        (_pass_sums), or of the laps' (lap_noise: _lap_sums), and solves them (_solve).
+        The unknowns are w (the speed^2 at the last pass), b, a and the last pass's own
+        error. Sets the covariance factors, rss and drag_fit.
+
+        lam > 0: b has a prior b0, of variance (pass-time variance)/lam: the friction this
+        wheel's spins had, which short noisy series cannot tell from their own laps.
+        lam_a > 0: the drag is fitted too, with the given a as its prior (variance
+        (pass-time variance)/lam_a): a wheel not yet learned, or drifting, is then not
+        taken for a known one. Otherwise a is held."""
+        a0 = a
+        m = self._m
+        rss = 0.0
+        for _ in range(4):
+            if w <= 0 or a <= 0:
+                return None
+            if not self._walk(a, w, b, k):
+                return None
+            rss = self._lap_sums(k) if lap_noise else self._pass_sums(k)
+            if not self._solve(lam, lam * (b0 - b), lam_a, lam_a * (a0 - a)):
+                return None
+            y = self._y
+            w += m[0] * y[0] + m[1] * y[1] + m[2] * y[2] + m[3] * y[3]
+            b += m[1] * y[0] + m[5] * y[1] + m[6] * y[2] + m[7] * y[3]
+            if lam_a > 0:
+                a += m[2] * y[0] + m[6] * y[1] + m[10] * y[2] + m[11] * y[3]
+        self.cov_ww = m[0]
+        self.cov_wb = m[1]
+        self.cov_bb = m[5]
+        if lam_a > 0:
+            self.cov_wa = m[2]
+            self.cov_ba = m[6]
+            self.cov_aa = m[10]
+        else:
+            self.cov_wa = self.cov_ba = self.cov_aa = 0.0
+        self.rss = rss
+        self.drag_fit = a
+        if w <= 0 or a <= 0:
+            return None
+        return w, b
+
+    def _walk(self, a, w, b, k):
+        """The model's pass times from the last pass back k passes, from speed^2 w at the
+        last one: each earlier pass had v = (v_next + b)/a, and the lap between took
+        2/(sqrt v + sqrt v_next). Fills the rows: each pass time's residual and its
+        derivatives by (w, b, a). False where the model has no such pass."""
+        res = self._res
+        rw, rb, ra = self._rows
+        inv = 1.0 / a
+        v = w
+        tau = 0.0  # model time of pass last-j, relative to the last pass
+        dw = db = da = 0.0  # its derivatives
+        gw = 1.0  # dv/dw, dv/db, dv/da of the speed^2 at that pass
+        gb = ga = 0.0
+        times = self.times
+        last = self.count - 1
+        y0 = times[last]
+        for j in range(k + 1):
+            res[j] = (times[last - j] - y0) - tau
+            rw[j] = dw
+            rb[j] = db
+            ra[j] = da
+            # one pass further back
+            vp = (v + b) * inv
+            if vp <= 0:
+                return False
+            sv = sqrt(vp)
+            sn = sqrt(v)
+            q = 1.0 / ((sv + sn) * (sv + sn))
+            # lap = 2/(sv+sn): d lap = -q*(dvp/sv + dv/sn)
+            gwp = gw * inv
+            gbp = (gb + 1.0) * inv
+            gap = (ga - vp) * inv
+            tau -= 2.0 / (sv + sn)
+            dw += q * (gwp / sv + gw / sn)
+            db += q * (gbp / sv + gb / sn)
+            da += q * (gap / sv + ga / sn)
+            v = vp
+            gw = gwp
+            gb = gbp
+            ga = gap
+        return True
+
+    def _pass_sums(self, k):
+        """The error is on each pass (sensors, video frames): the normal equations of the
+        k+1 pass rows, in (dw, db, da, d_offset), into _m (upper triangle) and _y. Returns
+        the residual sum of squares."""
+        res = self._res
+        rw, rb, ra = self._rows
+        sww = swb = swa = sbb = sba = saa = 0.0  # sums of the gradients' products
+        sw = sb = sa = 0.0  # ... and of the gradients: the offset's column
+        yw = yb = ya = yo = 0.0  # the gradients times the residuals
+        rss = 0.0
+        for j in range(k + 1):
+            r = res[j]
+            gw = rw[j]
+            gb = rb[j]
+            ga = ra[j]
+            sww += gw * gw
+            swb += gw * gb
+            swa += gw * ga
+            sbb += gb * gb
+            sba += gb * ga
+            saa += ga * ga
+            sw += gw
+            sb += gb
+            sa += ga
+            yw += gw * r
+            yb += gb * r
+            ya += ga * r
+            yo += r
+            rss += r * r
+        self._set(sww, swb, swa, sbb, sba, saa, yw, yb, ya)
+        m = self._m
+        m[3] = sw
+        m[7] = sb
+        m[11] = sa
+        m[15] = float(k + 1)
+        self._y[3] = yo
+        return rss
+
+    def _lap_sums(self, k):
+        """The error is on each lap (laps clocked one by one, so the passes drift): the
+        normal equations of the k lap rows, each the difference of the two pass rows around
+        it, in (dw, db, da) with no offset. Returns the residual sum of squares."""
+        res = self._res
+        rw, rb, ra = self._rows
+        sww = swb = swa = sbb = sba = saa = 0.0
+        yw = yb = ya = 0.0
+        rss = 0.0
+        for j in range(k):
+            r = res[j] - res[j + 1]
+            gw = rw[j] - rw[j + 1]
+            gb = rb[j] - rb[j + 1]
+            ga = ra[j] - ra[j + 1]
+            sww += gw * gw
+            swb += gw * gb
+            swa += gw * ga
+            sbb += gb * gb
+            sba += gb * ga
+            saa += ga * ga
+            yw += gw * r
+            yb += gb * r
+            ya += ga * r
+            rss += r * r
+        self._set(sww, swb, swa, sbb, sba, saa, yw, yb, ya)
+        m = self._m
+        m[3] = m[7] = m[11] = self._y[3] = 0.0  # no offset: its row says d_offset = 0
+        m[15] = 1.0
+        return rss
+
+    def _set(self, sww, swb, swa, sbb, sba, saa, yw, yb, ya):
+        """The (w, b, a) block of the normal equations and its right-hand side."""
+        m = self._m
+        y = self._y
+        m[0] = sww
+        m[1] = swb
+        m[2] = swa
+        m[5] = sbb
+        m[6] = sba
+        m[10] = saa
+        y[0] = yw
+        y[1] = yb
+        y[2] = ya
+
+    def _solve(self, lam, lam_b, lam_a, lam_da):
+        """Add the priors to the normal equations (on b: lam, lam_b; on a: lam_a, lam_da,
+        or a held when lam_a is 0) and invert the matrix in place. False if singular."""
+        m = self._m
+        y = self._y
+        m[5] += lam
+        y[1] += lam_b
+        if lam_a > 0:
+            m[10] += lam_a
+            y[2] += lam_da
+        else:  # a held: its row says da = 0
+            m[2] = m[6] = m[11] = y[2] = 0.0
+            m[10] = 1.0
+        return invert4(m)

@@ -1,0 +1,167 @@
+# Readings of a spin for a call counted to the last pass: the spin is on the wheel learned, or
+# on another one. Each reading is a fit of this spin's passes with its own prior, a belief of
+# where the ball leaves, and a weight. docs/firmware.md, "Deciding the call".
+from math import exp, log, sqrt
+
+from micropython import const
+
+from rmcfw.rnvp_learn import B_LAPS, NOISE_MIN
+from rmcfw.rnvp_maths import cdf, quad, sd
+from rmcfw.rnvp_wheel import A_NEW, SD_A, SD_WHEELS
+
+_NOISE_DOF = 6  # the noise seen in whole spins weighs as that many laps of this one
+# A fit (fit()): a tuple, read by these indices
+FIT_W = const(0)  # the speed^2 at the current pass
+FIT_B = const(1)  # the friction
+FIT_A = const(2)  # the drag
+FIT_NOISE = const(3)  # the pass-time (or lap-time) variance
+FIT_COV = const(4)  # 4-9: the covariance factors ww, wb, bb, wa, ba, aa (times the noise)
+FIT_SEEN = const(10)  # the ball was seen slowing
+
+
+class Reading:
+    """One reading of the spin, and where it stands as it is followed pass by pass ahead:
+    the speed^2 v at the pass, its gradient (gw, gb, ga) by the fit's (w, b, a), the
+    probability that the pass is reached, and that of the current pass (given the spin)."""
+
+    def __init__(self, fit, centre, own, variance, weight):
+        self.fit = fit
+        self.centre = centre  # log v_c (or, on a wheel of its own, log r): centre...
+        self.own = own  # a wheel of its own: the ball leaves by the loss r, not by v_c
+        self.variance = variance  # ... and variance
+        self.weight = weight
+        self.v = fit[FIT_W]
+        self.gw = 1.0
+        self.gb = 0.0
+        self.ga = 0.0
+        self.reached = 1.0
+        self.current = 1.0
+
+    def alive(self, v, gw, gb, ga):
+        """That a pass of speed^2 v, of gradient (gw, gb, ga), comes: with log v_c normal,
+        P(v_c < v); or on a wheel of its own, P(r > the share of v the lap after it would
+        lose) for log r normal."""
+        f = self.fit
+        if not self.own:
+            var = f[FIT_NOISE] * quad(gw / v, gb / v, ga / v, *f[FIT_COV:FIT_SEEN])
+            return cdf((log(v) - self.centre) / sd(self.variance + var))
+        b = f[FIT_B]
+        q = b / v + 1.0 - f[FIT_A]
+        if q <= 0:
+            return 1.0  # a ball gaining speed
+        h = b / (v * v)
+        gw = (-h * gw) / q  # the gradient of log q
+        gb = (1.0 / v - h * gb) / q
+        ga = (-h * ga - 1.0) / q
+        var = f[FIT_NOISE] * quad(gw, gb, ga, *f[FIT_COV:FIT_SEEN])
+        return cdf((self.centre - log(q)) / sd(self.variance + var))
+
+
+def weigh(readings):
+    """The current pass came: the readings weighed by how well they expected it (weights
+    summing to 1). Returns the likeliest, whose pass times the call follows."""
+    tot = 0.0
+    for h in readings:
+        p = h.alive(h.v, 1.0, 0.0, 0.0)
+        h.current = p if p > 1e-9 else 1e-9
+        h.weight *= h.current
+        tot += h.weight
+    dom = readings[0]
+    for h in readings:
+        h.weight /= tot
+        if h.weight > dom.weight:
+            dom = h
+    return dom
+
+
+def readings(wheel, passes, u, k, n0):
+    """The readings of the spin, or an empty list.
+
+    Two readings: it is on the wheel learned (its drop speed and friction as the earlier
+    spins had them), or on another one (a ball or wheel changed, a file of several
+    wheels): the ball then leaves where a lap would lose a share r of its speed^2 that
+    wheels share (DESIGN.md: last laps some 15 % longer than the one before), or, while
+    this spin shows no friction of its own, at a drop speed as wheels in general have.
+    This spin's slowing weighs them against each other. u: the last lap's mean speed^2,
+    k: the laps fitted, n0: the timing noise expected."""
+    a = wheel.drag
+    noise_floor = n0 if n0 > NOISE_MIN else NOISE_MIN
+    # a wheel whose drag no spin has shown yet: fitted too
+    lam_a = 0.0 if wheel.drag_spins else noise_floor * wheel.drag_precision
+    loss_centre, loss_var = wheel.loss_belief()
+    var_b_any = SD_WHEELS * SD_WHEELS + loss_var  # log b across wheels
+    # another wheel: its own drag fitted too, from what wheels in general have
+    b_any = wheel.friction_for(wheel.general, A_NEW)
+    # (a few noisy laps may hide a slowing: then the friction they leave possible)
+    lam_a_any = noise_floor / (SD_A * SD_A)
+    few = k < B_LAPS
+    fit_any = fit(passes, wheel.lap_noise, A_NEW, u, k, n0, b_any, var_b_any, lam_a_any, few)
+    seen = fit_any is not None and fit_any[FIT_SEEN] and fit_any[FIT_B] > 0
+    fit_own = fit_any if seen else None
+    p = wheel.p_same_wheel() if wheel.has_prior or wheel.learned else 0.0
+    out = []
+    if p > 0:
+        b0, sd_log_b = wheel.friction_prior()
+        fit_learned = fit(passes, wheel.lap_noise, a, u, k, n0, b0, sd_log_b * sd_log_b, lam_a)
+        if fit_learned is not None:
+            c, var_c = wheel.belief()
+            out.append(Reading(fit_learned, c, False, var_c, p))
+            if fit_own is not None:
+                p = _p_learned(wheel, fit_own, b0, sd_log_b, b_any, var_b_any, p)
+                out[0].weight = p
+    if fit_own is not None:
+        out.append(Reading(fit_own, loss_centre, True, loss_var, 1.0 - p))
+    elif p < 1.0 and fit_any is not None and fit_any[FIT_B] > 0:
+        out.append(Reading(fit_any, wheel.general, False, SD_WHEELS * SD_WHEELS, 1.0 - p))
+    return out
+
+
+def _p_learned(wheel, fit_own, b0, sd_log_b, b_any, var_b_any, p):
+    """The probability that the spin is on the wheel learned, p before its laps, by how
+    likely this spin's slowing (fit_own: the speed^2 a lap loses now, drag and friction, which
+    the laps tell better than either) is on the learned wheel (friction b0, sd_log_b of its
+    log), and on any wheel (b_any, var_b_any)."""
+    v = fit_own[FIT_W]
+    g = 1.0 - fit_own[FIT_A]
+    lost = g * v + fit_own[FIT_B]
+    vb = fit_own[FIT_NOISE] * quad(g, 1.0, -v, *fit_own[FIT_COV:FIT_SEEN]) / (lost * lost)
+    lost_w = (1.0 - wheel.drag) * v + b0
+    d = log(lost / lost_w)
+    vw = sd_log_b * sd_log_b * b0 * b0 / (lost_w * lost_w) + vb
+    dn = log(lost / b_any)
+    vn = var_b_any + vb
+    lw = p * exp(-0.5 * d * d / vw) / sqrt(vw)
+    ln = (1.0 - p) * exp(-0.5 * dn * dn / vn) / sqrt(vn)
+    return lw / (lw + ln)
+
+
+def fit(passes, lap_noise, a, u, k, n0, b0, var_lb, lam_a, unseen=False):
+    """The pass times fitted with a prior b0 on the friction (log variance var_lb), as a
+    tuple read by the FIT_ indices, or None for a ball not seen slowing; with unseen, then
+    the friction it may have unseen (two standard errors over the fit) and FIT_SEEN False.
+    lap_noise: the noise is on each lap, the lap times are fitted."""
+    if lap_noise:  # a lap's variance: twice a pass's (n0 comes from pass-time fits)
+        n0 *= 2.0
+        lam_a *= 2.0
+    pn = n0 if n0 > NOISE_MIN else NOISE_MIN
+    lam = pn / (var_lb * b0 * b0)
+    f = passes.refine(a, (u + a * u - b0) / 2, b0, k, b0, lam, lam_a, lap_noise)
+    if f is None:
+        return None
+    v, b = f
+    # a few laps' scatter is itself scattered: pooled with whole spins' noise, or before
+    # any spin with hand-clocked laps' (DESIGN.md: tens of ms)
+    dof = k - 2 if lam_a == 0 else k - 3  # pass (or lap) times less parameters fitted
+    noise = (passes.rss + _NOISE_DOF * n0) / (dof + _NOISE_DOF)
+    # the speed^2 lost per lap: a ball not seen slowing gets no prediction
+    a_fit = passes.drag_fit
+    g = 1.0 - a_fit
+    slow = g * v + b
+    c = (passes.cov_ww, passes.cov_wb, passes.cov_bb, passes.cov_wa, passes.cov_ba, passes.cov_aa)
+    var = noise * quad(g, 1.0, -v, *c)
+    if slow <= 0 or slow * slow < 4.0 * var:
+        if not unseen:
+            return None
+        b += 2.0 * sqrt(var) - slow
+        return (v, b, a_fit, noise) + c + (False,)
+    return (v, b, a_fit, noise) + c + (True,)
