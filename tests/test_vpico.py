@@ -9,56 +9,22 @@ runs at about a fifth of real time: the cases that play a spin or cut the power 
 
 from __future__ import annotations
 
-import json
 import re
-import socket
-import time
-from pathlib import Path
 
 import pytest
-from cli_support import rmc as run_rmc
+from vpico_support import explain, frames_until, image, play
 
-from rmc.vpico import VirtualPico, build_image, firmware_files, missing, read_image
+from rmc.vpico import VirtualPico, missing, read_image
 
 WHY = missing()
 pytestmark = pytest.mark.skipif(WHY is not None, reason=f"no virtual Pico here: {WHY}")
 
 
-def _frames(url: str, until: bytes, timeout: float) -> bytes:
-    """Bytes from the frame UART's socket until a whole line holding `until` was seen (or
-    the timeout)."""
-    host, port = url.removeprefix("socket://").split(":")
-    got = b""
-    deadline = time.monotonic() + timeout
-    with socket.create_connection((host, int(port)), timeout=5) as s:
-        s.settimeout(0.2)
-        while not re.search(re.escape(until) + rb"[^\n]*\n", got):
-            if time.monotonic() > deadline:
-                break
-            try:
-                got += s.recv(4096)
-            except TimeoutError:
-                pass
-    return got
-
-
-def _image(tmp_path: Path, nowdt: bool, table: str | None = None) -> Path:
-    fw = firmware_files(tmp_path / "fw")
-    extra = {}
-    if nowdt:
-        # main.py starts the table without its watchdog (README, "Flashing"), so that
-        # mpremote's Ctrl-C leaves the chip at its REPL instead of being reset 2 s later
-        extra["nowdt"] = b""
-    if table:
-        extra["table.txt"] = table.encode()
-    return build_image(tmp_path / "flash.img", fw, extra)
-
-
 def test_boots_main_py_and_the_repl_answers_mpremote(tmp_path):
     """Power-up runs main.py (its BOOT frame on the frame UART); the real mpremote stops it
     and gets answers; the free heap after a soft reset and after importing the firmware."""
-    with VirtualPico(image=_image(tmp_path, nowdt=True)) as vp:
-        boot = _frames(vp.uart_url, b"BOOT", timeout=120)
+    with VirtualPico(image=image(tmp_path, nowdt=True)) as vp:
+        boot = frames_until(vp.uart_url, b"BOOT", timeout=120)
         assert b",BOOT," in boot and b"reset=power" in boot, boot
         p = vp.mpremote("exec", "print(1+1)", timeout=120)
         assert p.stdout.strip() == "2", p.stdout
@@ -82,9 +48,9 @@ def test_boots_main_py_and_the_repl_answers_mpremote(tmp_path):
 def test_writes_reach_the_image_and_survive_a_power_cut(tmp_path):
     """LittleFS on the emulated flash: a file written, the power cut (the emulator stopped)
     and restored on the same image: the file is there, and the host reads it too."""
-    image = _image(tmp_path, nowdt=True)
-    with VirtualPico(image=image) as vp:
-        assert b"BOOT" in _frames(vp.uart_url, b"BOOT", timeout=120)  # main.py is running
+    img = image(tmp_path, nowdt=True)
+    with VirtualPico(image=img) as vp:
+        assert b"BOOT" in frames_until(vp.uart_url, b"BOOT", timeout=120)  # main.py is running
         vp.mpremote(
             "exec",
             "f = open('note.txt', 'w'); f.write('written on the chip ' * 50); f.close()",
@@ -93,10 +59,10 @@ def test_writes_reach_the_image_and_survive_a_power_cut(tmp_path):
         vp.power_cut()
         assert vp.wait_event("power", timeout=30, where=lambda e: e["state"] == "off")
         vp.power_restore()
-        assert b"reset=power" in _frames(vp.uart_url, b"BOOT", timeout=120)
+        assert b"reset=power" in frames_until(vp.uart_url, b"BOOT", timeout=120)
         p = vp.mpremote("exec", "print(len(open('note.txt').read()))", timeout=120)
         assert p.stdout.strip() == "1000", p.stdout
-    files = read_image(image)
+    files = read_image(img)
     assert files["note.txt"] == b"written on the chip " * 50
     assert "state" in " ".join(files) or "journal" in " ".join(files), sorted(files)
 
@@ -111,31 +77,15 @@ def test_one_simulated_spin_gives_the_simulators_result(tmp_path, flash_timing):
     journal holds the running ball's routine frames in RAM until the drop); before, the
     ball's two edges came during an erase, were served together in pin order, and the
     spin was voided (same_dir or sensors)."""
-    from rmc.rig.compare import Tolerances
-    from rmc.rig.scenarios import RigScenario, write_trace
-    from rmc.rig.virtual import VirtualRig, initial_records
+    from rmc.rig.scenarios import RigScenario
 
-    trace = write_trace(RigScenario("normal", 1000, 1, ()), tmp_path)
-    init = tmp_path / "initial.jsonl"
-    init.write_text("\n".join(json.dumps(r) for r in [trace.header, *initial_records(trace)]))
-    # the board answers as the trace's table, so that `rmc check` reads the run as one table
-    image = _image(tmp_path, nowdt=False, table=trace.header["table"])
-    # speed: an upper bound of the chip's (~0.1-0.25 of real time), which only paces the
-    # rig's waits: it then polls the chip's own clock and sends each command at its instant
-    # (a bound below the chip's speed would send them late, after the trace's lid events)
-    with VirtualPico(image=image, sensors=init, speed=1.0, flash_timing=flash_timing) as vp:
-        assert vp.wait_event("boot", timeout=30)
-        rig = VirtualRig(vp, tolerances=Tolerances(rnvp_within_fraction=0.0))
-        result = rig.run(trace, record=tmp_path / "run.jsonl")
-        st = vp.status()
-    print(f"\nvpico spin: speed {st['speed']:.3f} of real time, flash {st['flash']}")
-    lines = [ln for _t, ln in result.lines]
-    assert not any(b",REV," in ln and b"reversed=" in ln for ln in lines), lines
-    cmp = result.comparison
-    truth = [r for r in trace.records if r.get("kind") == "truth" and r.get("event") == "rest"]
-    res = [ln for _t, ln in result.lines if b",RES," in ln]
-    assert cmp.ok, (cmp.problems, [s.__dict__ for s in cmp.spins], result.notes)
+    p = play(tmp_path, RigScenario("normal", 1000, 1, ()), flash_timing=flash_timing)
+    print(f"\nvpico spin: speed {p.status['speed']:.3f} of real time, flash {p.status['flash']}")
+    assert not any(b",REV," in ln and b"reversed=" in ln for ln in p.lines), p.lines
+    truth = p.truth("rest")
+    res = p.frames("RES")
+    assert p.result.comparison.ok, explain(p)
     assert len(truth) == 1 and len(res) == 1, res
     assert f"num={truth[0]['pocket']},".encode() in res[0], (truth, res)
-    check = run_rmc("check", str(tmp_path / "run.jsonl"))
+    check = p.check()
     assert check.returncode == 0, check.stdout[-3000:] + check.stderr

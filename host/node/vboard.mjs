@@ -20,28 +20,16 @@
 // "records":[..]} (times from now), {"cmd":"power","event":"cut"|"restore"},
 // {"cmd":"uart","hex":..}, {"cmd":"save"}, {"cmd":"quit"}.
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
-import readline from "node:readline";
 import tty from "node:tty";
 import { fileURLToPath } from "node:url";
 import { MessageChannel, Worker } from "node:worker_threads";
+import { MAX_BACKLOG, NCHAN, boardIO, parseRecords, readTrace } from "./board_common.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, "..", "..");
-const NCHAN = 45;
-const CHANNELS = ["rotor_a", "rotor_b", "ball_a", "ball_b", "lid", "incident"];
-
-function die(msg, code = 2) {
-  process.stderr.write(`vboard: ${msg}\n`);
-  process.exit(code);
-}
-function event(obj) {
-  process.stdout.write(JSON.stringify(obj) + "\n");
-}
-function log(msg) {
-  process.stderr.write(`vboard: ${msg}\n`);
-}
+const { die, event, log, send, serve, dropping, controlled, parseArgs, loadPins: readPins } =
+  boardIO("vboard");
 
 // ---------------------------------------------------------------------------------------
 // Arguments.
@@ -49,11 +37,6 @@ function parseSize(text) {
   const m = /^(\d+)([kKmM]?)$/.exec(text);
   if (!m) die(`bad size ${text}`);
   return parseInt(m[1], 10) * { "": 1, k: 1024, K: 1024, m: 1 << 20, M: 1 << 20 }[m[2]];
-}
-function parsePort(text) {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) die(`bad port ${text}`);
-  return n;
 }
 const opts = {
   replPort: 0,
@@ -69,78 +52,36 @@ const opts = {
   mpyDir: path.join(ROOT, "host", "rmc", "vboard", "mpy"),
   ptyFd: null,
 };
-{
-  const args = process.argv.slice(2);
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const next = () => (i + 1 < args.length ? args[++i] : die(`${a} needs a value`));
-    if (a === "--repl-port") opts.replPort = parsePort(next());
-    else if (a === "--uart-port") opts.uartPort = parsePort(next());
-    else if (a === "--sensors") opts.sensors = next();
-    else if (a === "--speed") {
-      const v = next();
-      opts.speed = v === "max" ? 0 : Number(v);
-      if (!Number.isFinite(opts.speed) || opts.speed < 0) die(`bad speed ${v}`);
-    } else if (a === "--flash") opts.flash = next();
-    else if (a === "--pins") opts.pins = next();
-    else if (a === "--heap") opts.heap = parseSize(next());
-    else if (a === "--control") opts.control = true;
-    else if (a === "--raw-paste") opts.rawPaste = true;
-    else if (a === "--no-raw-paste") opts.rawPaste = false;
-    else if (a === "--flash-op-us") {
-      const v = Number(next());
-      if (!Number.isInteger(v) || v < 0) die(`bad --flash-op-us ${v}`);
-      opts.flashOpUs = v;
-    }
-    else if (a === "--mpy-dir") opts.mpyDir = next();
-    else if (a === "--pty-fd") {
-      const v = Number(next());
-      if (!Number.isInteger(v) || v < 0 || !tty.isatty(v)) die(`--pty-fd ${v}: not a terminal`);
-      opts.ptyFd = v;
-    }
-    else die(`unknown argument ${a}`);
-  }
-}
+parseArgs(opts, (a, next) => {
+  if (a === "--speed") {
+    const v = next();
+    opts.speed = v === "max" ? 0 : Number(v);
+    if (!Number.isFinite(opts.speed) || opts.speed < 0) die(`bad speed ${v}`);
+  } else if (a === "--flash") opts.flash = next();
+  else if (a === "--heap") opts.heap = parseSize(next());
+  else if (a === "--raw-paste") opts.rawPaste = true;
+  else if (a === "--no-raw-paste") opts.rawPaste = false;
+  else if (a === "--flash-op-us") {
+    const v = Number(next());
+    if (!Number.isInteger(v) || v < 0) die(`bad --flash-op-us ${v}`);
+    opts.flashOpUs = v;
+  } else if (a === "--mpy-dir") opts.mpyDir = next();
+  else if (a === "--pty-fd") {
+    const v = Number(next());
+    if (!Number.isInteger(v) || v < 0 || !tty.isatty(v)) die(`--pty-fd ${v}: not a terminal`);
+    opts.ptyFd = v;
+  } else return false;
+});
 
 // ---------------------------------------------------------------------------------------
-// The pin map (hardware/pico_pins.json): which GPIO each sensor channel drives, and how.
+// The pin map (hardware/pico_pins.json), with what the simulated machine needs of it.
 function loadPins(file) {
-  let p;
-  try {
-    p = JSON.parse(fs.readFileSync(file, "utf8"));
-  } catch (e) {
-    die(`cannot read pin map ${file}: ${e.message}`);
-  }
-  const need = (obj, key, where) => {
-    if (!obj || obj[key] === undefined) die(`pin map ${file}: missing ${where}${key}`);
-    return obj[key];
-  };
-  const pk = need(p, "pockets", "");
-  const pockets = {
-    spi: need(pk, "spi", "pockets."),
-    latch: need(pk, "latch", "pockets."),
-    latch_active: need(pk, "latch_active", "pockets.") ? 1 : 0,
-    chips: need(pk, "chips", "pockets."),
-    active: pk.active === undefined ? 1 : pk.active ? 1 : 0,
-  };
-  if (pockets.chips * 8 < 39) die(`pin map ${file}: ${pockets.chips} chips hold fewer than 39 pockets`);
-  const chanPin = {};
-  for (const [i, name] of CHANNELS.entries()) {
-    const spec = need(p, name, "");
-    const pin = need(spec, "pin", `${name}.`);
-    let invert = 0; // channel value 1 = sensor active; the GPIO level may be the opposite
-    if (name === "lid") invert = need(spec, "locked_level", "lid.") ? 0 : 1;
-    else if (name === "incident") invert = need(spec, "active_level", "incident.") ? 0 : 1;
-    else if (spec.active_level !== undefined) invert = spec.active_level ? 0 : 1;
-    chanPin[39 + i] = [pin, invert];
-  }
-  const uart = need(p, "uart", "");
+  const pins = readPins(file);
+  const { pockets, uart } = pins;
   return {
-    pockets,
-    chanPin,
-    uartId: need(uart, "id", "uart."),
+    ...pins,
     epoch: 1767225600, // 2026-01-01T00:00:00Z: the RTC of a freshly powered table
-    python: { pockets, uart_id: uart.id, led: p.led ? p.led.pin : 25, freq: 125000000, flash_op_us: 0 },
+    python: { pockets, uart_id: uart.id, led: pins.led, freq: 125000000, flash_op_us: 0 },
   };
 }
 const config = loadPins(opts.pins);
@@ -158,50 +99,7 @@ try {
 if (!mpyFiles["machine.py"] || !mpyFiles["_vboard_boot.py"]) die(`${opts.mpyDir} lacks machine.py`);
 
 // ---------------------------------------------------------------------------------------
-// Sensor traces: JSON Lines; "sensor" and "power" records are played, others ignored.
-function channelCode(name) {
-  if (typeof name !== "string") return -1;
-  if (name.startsWith("pocket:")) {
-    const n = Number(name.slice(7));
-    return Number.isInteger(n) && n >= 0 && n < 39 ? n : -1;
-  }
-  const i = CHANNELS.indexOf(name);
-  return i < 0 ? -1 : 39 + i;
-}
-function parseRecords(records, where) {
-  const ev = [];
-  records.forEach((r, i) => {
-    const at = `${where}: record ${i + 1}`;
-    if (!r || typeof r !== "object") throw new Error(`${at}: not an object`);
-    if (r.kind !== "sensor" && r.kind !== "power") return;
-    const t = r.t_us;
-    if (typeof t !== "number" || !Number.isFinite(t) || t < 0) throw new Error(`${at}: bad t_us ${t}`);
-    if (r.kind === "power") {
-      if (r.event !== "cut" && r.event !== "restore") throw new Error(`${at}: bad power event ${r.event}`);
-      ev.push([t, r.event === "cut" ? -1 : -2, i]);
-      return;
-    }
-    const ch = channelCode(r.ch);
-    if (ch < 0) throw new Error(`${at}: unknown channel ${JSON.stringify(r.ch)}`);
-    if (r.v !== 0 && r.v !== 1) throw new Error(`${at}: bad value ${JSON.stringify(r.v)}`);
-    ev.push([t, ch * 2 + r.v, i]);
-  });
-  ev.sort((a, b) => a[0] - b[0] || a[2] - b[2]); // stable: file order breaks ties
-  return ev;
-}
-function readTrace(file) {
-  const text = fs.readFileSync(file, "utf8");
-  const records = [];
-  text.split("\n").forEach((line, i) => {
-    if (!line.trim()) return;
-    try {
-      records.push(JSON.parse(line));
-    } catch (e) {
-      throw new Error(`${file}:${i + 1}: not JSON: ${e.message}`);
-    }
-  });
-  return parseRecords(records, file);
-}
+// Sensor traces (board_common.mjs), placed in shared memory for the worker.
 function makeSchedule(events, base) {
   const n = events.length;
   const t = new SharedArrayBuffer(Math.max(8, n * 8));
@@ -289,31 +187,6 @@ function setReplClient(c) {
   replClient = c;
   Atomics.store(ctrl, PTY_LINE, c !== null && c === ptyClient ? 1 : 0);
 }
-const MAX_BACKLOG = 4 << 20; // a client that stops reading loses bytes, as on a serial line
-let dropped = 0;
-function send(sock, data) {
-  if (!sock || sock.destroyed || !sock.writable) return;
-  if (sock.writableLength > MAX_BACKLOG) {
-    if (dropped++ === 0) log("a client is not reading: output dropped");
-    return;
-  }
-  sock.write(data, () => {}); // EPIPE/ECONNRESET arrive on 'error', handled below
-}
-function serve(port, onData, setClient, getClient) {
-  const server = net.createServer((sock) => {
-    const prev = getClient();
-    if (prev) prev.destroy(); // a new opener takes the line, as with a serial device
-    setClient(sock);
-    sock.setNoDelay(true);
-    sock.on("data", onData);
-    sock.on("error", () => {});
-    sock.on("close", () => {
-      if (getClient() === sock) setClient(null);
-    });
-  });
-  server.on("error", (e) => die(`cannot listen on 127.0.0.1:${port}: ${e.message}`, 1));
-  return new Promise((resolve) => server.listen(port, "127.0.0.1", () => resolve(server)));
-}
 
 // The REPL on a pseudo-terminal (--pty-fd), without a bridge: the same line as the socket,
 // one client at a time. The pty takes the line when bytes come from it, so an idle pty never
@@ -360,7 +233,7 @@ function ptyWrite(data, counted = false) {
   if (!counted) Atomics.add(ctrl, PTY_QUEUED, 1);
   const done = () => Atomics.sub(ctrl, PTY_QUEUED, 1);
   if (ptyGone || ptyQueued > MAX_BACKLOG) {
-    if (!ptyGone && dropped++ === 0) log("a client is not reading: output dropped");
+    if (!ptyGone) dropping();
     done();
     return;
   }
@@ -698,60 +571,47 @@ async function shutdown(code = 0) {
   process.exit(code);
 }
 
-function control(line) {
-  if (!line.trim()) return;
-  let c;
-  try {
-    c = JSON.parse(line);
-  } catch (e) {
-    event({ event: "error", message: `control: not JSON: ${e.message}` });
-    return;
-  }
-  try {
-    if (c.cmd === "sensors") {
-      const evs = c.path ? readTrace(c.path) : parseRecords(c.records || [], "records");
-      const base = world[0];
-      sched = makeSchedule(evs, base);
-      Atomics.store(ctrl, 1, 0);
-      // A running board places the edges itself when the schedule reaches it, from its own
-      // clock (which may have moved on while the message waited), and says where ("sensors").
-      if (post({ type: "sched", ...sched, base })) schedPending = { n: sched.n, base };
-      else event({ event: "sensors", n: sched.n, base_us: base });
-    } else if (c.cmd === "power" && c.event === "cut") {
+// The control channel (board_common.mjs).
+const commands = {
+  sensors(c) {
+    const evs = c.path ? readTrace(c.path) : parseRecords(c.records || [], "records");
+    const base = world[0];
+    sched = makeSchedule(evs, base);
+    Atomics.store(ctrl, 1, 0);
+    // A running board places the edges itself when the schedule reaches it, from its own
+    // clock (which may have moved on while the message waited), and says where ("sensors").
+    if (post({ type: "sched", ...sched, base })) schedPending = { n: sched.n, base };
+    else event({ event: "sensors", n: sched.n, base_us: base });
+  },
+  power(c) {
+    if (c.event === "cut") {
       if (powered) {
         if (post({ type: "power", event: "cut" })) cutPending = true;
         else powerOff();
       }
-    } else if (c.cmd === "power" && c.event === "restore") {
+    } else if (c.event === "restore") {
       if (offTimer) clearTimeout(offTimer);
       offTimer = null;
       if (cutPending) restoreAfterCut = true;
       else powerOn();
-    } else if (c.cmd === "uart") {
-      onUartData(Buffer.from(String(c.hex || ""), "hex"));
-    } else if (c.cmd === "save") {
-      askSnapshot(1500).then((ok) => event({ event: "saved", ok }));
-    } else if (c.cmd === "status") {
-      event({ event: "status", t_us: world[0], powered, ready, boots, cause, cursor: ctrl[1], n: sched.n });
-    } else if (c.cmd === "quit") shutdown(0);
-    else event({ event: "error", message: `control: unknown command ${JSON.stringify(c.cmd)}` });
-  } catch (e) {
-    event({ event: "error", message: `control: ${e.message}` });
-  }
-}
-
-process.on("SIGTERM", () => shutdown(0));
-process.on("SIGINT", () => shutdown(0));
-process.stdout.on("error", () => {}); // a parent that stopped reading must not kill the board
+    } else return false;
+  },
+  uart(c) {
+    onUartData(Buffer.from(String(c.hex || ""), "hex"));
+  },
+  save() {
+    askSnapshot(1500).then((ok) => event({ event: "saved", ok }));
+  },
+  status() {
+    event({ event: "status", t_us: world[0], powered, ready, boots, cause, cursor: ctrl[1], n: sched.n });
+  },
+  quit: () => shutdown(0),
+};
+controlled(opts.control, commands, shutdown);
 
 const replServer = await serve(opts.replPort, onReplData, setReplClient, () => replClient);
 const uartServer = await serve(opts.uartPort, onUartData, (s) => (uartClient = s), () => uartClient);
 if (opts.ptyFd !== null) servePty(opts.ptyFd);
-if (opts.control) {
-  const rl = readline.createInterface({ input: process.stdin });
-  rl.on("line", control);
-  rl.on("close", () => shutdown(0)); // the controlling process went away
-}
 event({
   event: "ready",
   repl_port: replServer.address().port,

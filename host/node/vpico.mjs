@@ -22,11 +22,10 @@
 // {"cmd":"power","event":"cut"|"restore"}, {"cmd":"uart","hex":..}, {"cmd":"status"},
 // {"cmd":"save"}, {"cmd":"quit"} — the virtual board's protocol (vboard.mjs).
 import fs from "node:fs";
-import net from "node:net";
 import path from "node:path";
-import readline from "node:readline";
 import { fileURLToPath } from "node:url";
 import { Simulator, USBCDC } from "rp2040js";
+import { CHANNELS, NCHAN, boardIO, parseRecords, readTrace } from "./board_common.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, "..", "..");
@@ -35,27 +34,10 @@ const BOOTROM_BIN = "rp2040-bootrom-b1.bin";
 const FS_OFFSET = 0xa0000; // the rp2 port's file system: the last 1408 KB of the 2 MB flash
 const FS_SIZE = 352 * 4096;
 const SECTOR = 4096;
-const CHANNELS = ["rotor_a", "rotor_b", "ball_a", "ball_b", "lid", "incident"];
-const NCHAN = 45;
-
-function die(msg, code = 2) {
-  process.stderr.write(`vpico: ${msg}\n`);
-  process.exit(code);
-}
-function event(obj) {
-  process.stdout.write(JSON.stringify(obj) + "\n");
-}
-function log(msg) {
-  process.stderr.write(`vpico: ${msg}\n`);
-}
+const { die, event, log, send, serve, controlled, parseArgs, loadPins } = boardIO("vpico");
 
 // ---------------------------------------------------------------------------------------
 // Arguments.
-function parsePort(text) {
-  const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) die(`bad port ${text}`);
-  return n;
-}
 const opts = {
   replPort: 0,
   uartPort: 0,
@@ -66,26 +48,16 @@ const opts = {
   control: false,
   flashTiming: true,
 };
-{
-  const args = process.argv.slice(2);
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const next = () => (i + 1 < args.length ? args[++i] : die(`${a} needs a value`));
-    if (a === "--repl-port") opts.replPort = parsePort(next());
-    else if (a === "--uart-port") opts.uartPort = parsePort(next());
-    else if (a === "--sensors") opts.sensors = next();
-    else if (a === "--image") opts.image = next();
-    else if (a === "--rp2-dir") opts.rp2Dir = next();
-    else if (a === "--pins") opts.pins = next();
-    else if (a === "--control") opts.control = true;
-    else if (a === "--flash-timing") {
-      const v = next();
-      if (v !== "typ" && v !== "0") die(`bad --flash-timing ${v}: typ or 0`);
-      opts.flashTiming = v === "typ";
-    } else die(`unknown argument ${a}`);
-  }
-  if (!opts.image) die("--image FS.img needed (a LittleFS image: rmc.vpico.build_image)");
-}
+parseArgs(opts, (a, next) => {
+  if (a === "--image") opts.image = next();
+  else if (a === "--rp2-dir") opts.rp2Dir = next();
+  else if (a === "--flash-timing") {
+    const v = next();
+    if (v !== "typ" && v !== "0") die(`bad --flash-timing ${v}: typ or 0`);
+    opts.flashTiming = v === "typ";
+  } else return false;
+});
+if (!opts.image) die("--image FS.img needed (a LittleFS image: rmc.vpico.build_image)");
 
 function readFile(file, what) {
   try {
@@ -110,87 +82,8 @@ try {
 }
 
 // ---------------------------------------------------------------------------------------
-// The pin map (hardware/pico_pins.json), read as vboard.mjs reads it.
-function loadPins(file) {
-  let p;
-  try {
-    p = JSON.parse(fs.readFileSync(file, "utf8"));
-  } catch (e) {
-    die(`cannot read pin map ${file}: ${e.message}`);
-  }
-  const need = (obj, key, where) => {
-    if (!obj || obj[key] === undefined) die(`pin map ${file}: missing ${where}${key}`);
-    return obj[key];
-  };
-  const pk = need(p, "pockets", "");
-  const pockets = {
-    spi: need(pk, "spi", "pockets."),
-    latch: need(pk, "latch", "pockets."),
-    latchActive: need(pk, "latch_active", "pockets.") ? 1 : 0,
-    chips: need(pk, "chips", "pockets."),
-    active: pk.active === undefined ? 1 : pk.active ? 1 : 0,
-  };
-  const chanPin = {}; // channel -> [gpio, invert]
-  for (const [i, name] of CHANNELS.entries()) {
-    const spec = need(p, name, "");
-    const pin = need(spec, "pin", `${name}.`);
-    let invert = 0; // channel value 1 = sensor active; the GPIO level may be the opposite
-    if (name === "lid") invert = need(spec, "locked_level", "lid.") ? 0 : 1;
-    else if (name === "incident") invert = need(spec, "active_level", "incident.") ? 0 : 1;
-    else if (spec.active_level !== undefined) invert = spec.active_level ? 0 : 1;
-    chanPin[39 + i] = [pin, invert];
-  }
-  const uart = need(p, "uart", "");
-  return { pockets, chanPin, uartId: need(uart, "id", "uart.") };
-}
+// The pin map (hardware/pico_pins.json), read as vboard.mjs reads it (board_common.mjs).
 const pins = loadPins(opts.pins);
-
-// ---------------------------------------------------------------------------------------
-// Sensor traces: JSON Lines; "sensor" and "power" records are played, others ignored.
-function channelCode(name) {
-  if (typeof name !== "string") return -1;
-  if (name.startsWith("pocket:")) {
-    const n = Number(name.slice(7));
-    return Number.isInteger(n) && n >= 0 && n < 39 ? n : -1;
-  }
-  const i = CHANNELS.indexOf(name);
-  return i < 0 ? -1 : 39 + i;
-}
-function parseRecords(records, where) {
-  const ev = [];
-  records.forEach((r, i) => {
-    const at = `${where}: record ${i + 1}`;
-    if (!r || typeof r !== "object") throw new Error(`${at}: not an object`);
-    if (r.kind !== "sensor" && r.kind !== "power") return;
-    const t = r.t_us;
-    if (typeof t !== "number" || !Number.isFinite(t) || t < 0) throw new Error(`${at}: bad t_us ${t}`);
-    if (r.kind === "power") {
-      if (r.event !== "cut" && r.event !== "restore") throw new Error(`${at}: bad power event ${r.event}`);
-      ev.push([t, r.event === "cut" ? -1 : -2, i]);
-      return;
-    }
-    const ch = channelCode(r.ch);
-    if (ch < 0) throw new Error(`${at}: unknown channel ${JSON.stringify(r.ch)}`);
-    if (r.v !== 0 && r.v !== 1) throw new Error(`${at}: bad value ${JSON.stringify(r.v)}`);
-    ev.push([t, ch * 2 + r.v, i]);
-  });
-  ev.sort((a, b) => a[0] - b[0] || a[2] - b[2]); // stable: file order breaks ties
-  return ev;
-}
-function readTrace(file) {
-  const records = [];
-  fs.readFileSync(file, "utf8")
-    .split("\n")
-    .forEach((line, i) => {
-      if (!line.trim()) return;
-      try {
-        records.push(JSON.parse(line));
-      } catch (e) {
-        throw new Error(`${file}:${i + 1}: not JSON: ${e.message}`);
-      }
-    });
-  return parseRecords(records, file);
-}
 
 // ---------------------------------------------------------------------------------------
 // World state, kept across resets and power cuts: the time, the sensor levels, the schedule.
@@ -211,29 +104,9 @@ if (opts.sensors) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Sockets: one client at a time on each, like a serial port; errors never kill the board.
+// Sockets: one client at a time on each, like a serial port (board_common.mjs).
 let replClient = null;
 let uartClient = null;
-const MAX_BACKLOG = 4 << 20;
-function send(sock, data) {
-  if (!sock || sock.destroyed || !sock.writable || sock.writableLength > MAX_BACKLOG) return;
-  sock.write(data, () => {});
-}
-function serve(port, onData, setClient, getClient) {
-  const server = net.createServer((sock) => {
-    const prev = getClient();
-    if (prev) prev.destroy(); // a new opener takes the line, as with a serial device
-    setClient(sock);
-    sock.setNoDelay(true);
-    sock.on("data", onData);
-    sock.on("error", () => {});
-    sock.on("close", () => {
-      if (getClient() === sock) setClient(null);
-    });
-  });
-  server.on("error", (e) => die(`cannot listen on 127.0.0.1:${port}: ${e.message}`, 1));
-  return new Promise((resolve) => server.listen(port, "127.0.0.1", () => resolve(server)));
-}
 
 // ---------------------------------------------------------------------------------------
 // The chip. A fresh RP2040 at each power-up and reset: RAM and peripherals start over, the
@@ -338,6 +211,17 @@ function makeChip(mode) {
     c.connected = true;
   };
   cdc.onSerialData = (bytes) => send(replClient, Buffer.from(bytes));
+  // rp2040js's host answers every OUT transfer the device arms, 10 µs later, with zero bytes
+  // when it has nothing to send; TinyUSB arms it again at once: two thirds of the emulated
+  // CPU went to USB interrupts. A real host sends OUT packets only with data: the transfer
+  // is held here until bytes come (pumpUsb).
+  const answerOut = mcu.usbCtrl.onEndpointRead;
+  c.outHeld = [];
+  c.answerOut = answerOut;
+  mcu.usbCtrl.onEndpointRead = (ep, size) => {
+    if (ep === cdc.outEndpoint && cdc.txFIFO.empty) c.outHeld.push(size);
+    else answerOut(ep, size);
+  };
 
   // The frame UART
   const uart = mcu.uart[pins.uartId];
@@ -353,7 +237,7 @@ function makeChip(mode) {
     spi.completeTransmit(b);
   };
   mcu.gpio[pk.latch].addListener((state) => {
-    if ((state === 1) === (pk.latchActive === 1) && (state === 0 || state === 1)) {
+    if ((state === 1) === (pk.latch_active === 1) && (state === 0 || state === 1)) {
       c.chain.fill(0);
       for (let i = 0; i < 39; i++) {
         const v = pk.active ? levels[i] : 1 - levels[i];
@@ -373,11 +257,17 @@ function makeChip(mode) {
     c.uartByteNs = 1e10 / baud;
   };
 
-  // Watchdog or machine.reset(): the chip starts again, with the watchdog's reason.
-  mcu.peripherals[0x40058].onWatchdogTrigger = () => {
+  // Watchdog or machine.reset(): the chip starts again, with the watchdog's REASON (TIMER 1
+  // when it ran out, FORCE 2 when triggered: machine.reset()) and scratch registers, which a
+  // watchdog reset leaves as they were (RP2040 datasheet 4.7); reset_cause() reads REASON.
+  const wd = mcu.peripherals[0x40058];
+  wd.onWatchdogTrigger = () => {
+    // rp2040js 1.4.1 re-arms a watchdog that ran out 0 ns later (a decrementing timer's
+    // target of 0), forever: the clock's tick never returned. This chip is done anyway.
+    wd.alarm.enable = false;
     c.stopped = true;
-    c.resetReason = mcu.peripherals[0x40058].reason;
-    c.resetScratch = Uint32Array.from(mcu.peripherals[0x40058].scratchData);
+    c.resetReason = wd.reason;
+    c.resetScratch = Uint32Array.from(wd.scratchData);
   };
 
   mcu.core.PC = 0x10000000; // boot2, first thing in the flash, then MicroPython
@@ -491,11 +381,12 @@ function onReplData(data) {
 }
 function pumpUsb() {
   const c = chip;
-  if (!c || !c.connected || !usbIn.length) return;
+  if (!c || !c.connected) return;
   const fifo = c.cdc.txFIFO;
   let n = 0;
   while (n < usbIn.length && !fifo.full) fifo.push(usbIn[n++]);
   usbIn = n === usbIn.length ? [] : usbIn.slice(n);
+  while (c.outHeld.length && !fifo.empty) c.answerOut(c.cdc.outEndpoint, c.outHeld.shift());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -540,7 +431,15 @@ function chipReset(c) {
 
 // ---------------------------------------------------------------------------------------
 // The run loop: slices of ~20 ms of wall time, then the event loop (sockets, control).
+// While the core sleeps (WFE/WFI), the clock jumps to the next alarm, but never further than
+// the wall time gone by allows: a sleeping chip's time passes at most at real time, as on a
+// Pico. Without that, a chip idle at the REPL with its watchdog running was reset the instant
+// it stopped (the clock leapt 2 s), where a Pico leaves mpremote 2 s; and a REPL with no alarm
+// at all stood still. Running code takes its cycles' time, ~0.1-0.25 of real time here.
 const perf = { wallMs: 0, emulNs: 0 };
+const IDLE_CREDIT_MAX_NS = 100e6;
+let idleCredit = 0; // ns of sleep the wall time gone by allows
+let lastSlice = performance.now();
 function runSlice() {
   const c = chip;
   if (!c || quitting) {
@@ -551,18 +450,32 @@ function runSlice() {
   const core = mcu.core;
   const clock = sim.clock;
   const t0 = performance.now();
+  idleCredit = Math.min(IDLE_CREDIT_MAX_NS, idleCredit + (t0 - lastSlice) * 1e6);
+  lastSlice = t0;
   const n0 = clock.nanos;
+  let asleep = false;
   pumpUsb();
-  while (!c.stopped && chip === c && performance.now() - t0 < 20) {
+  while (!asleep && !c.stopped && chip === c && performance.now() - t0 < 20) {
     const cycleNs = 1e9 / mcu.clkSys;
     for (let i = 0; i < 20000 && !c.stopped && chip === c; i++) {
       if (core.waiting) {
-        const dt = clock.nanosToNextAlarm;
-        if (dt <= 0) break;
-        clock.tick(dt);
-      } else {
-        clock.tick(core.executeInstruction() * cycleNs);
+        // to the next alarm only: the core wakes at each (an edge, a timer) and runs before
+        // the next fires, as on the chip (two edges met in one tick were served together)
+        const next = clock.nextAlarm;
+        const dt = next ? Math.max(0, next.nanos - clock.nanos) : Infinity;
+        if (dt <= idleCredit) {
+          clock.tick(dt);
+          idleCredit -= dt;
+          continue;
+        }
+        // the next alarm is further off than real time allows (or there is none): the
+        // time allowed passes, reaching no alarm
+        clock.tick(idleCredit);
+        idleCredit = 0;
+        asleep = true;
+        break;
       }
+      clock.tick(core.executeInstruction() * cycleNs);
     }
     pumpUsb();
   }
@@ -575,7 +488,8 @@ function runSlice() {
       chip = null;
     }
   }
-  setImmediate(runSlice);
+  if (asleep) setTimeout(runSlice, 1); // wall time passes; sockets and control are served
+  else setImmediate(runSlice);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -607,52 +521,37 @@ function status() {
     flash: { ...stats },
   };
 }
-function control(line) {
-  if (!line.trim()) return;
-  let c;
-  try {
-    c = JSON.parse(line);
-  } catch (e) {
-    event({ event: "error", message: `control: not JSON: ${e.message}` });
-    return;
-  }
-  try {
-    if (c.cmd === "sensors") {
-      const evs = c.path ? readTrace(c.path) : parseRecords(c.records || [], "records");
-      const base = worldNs();
-      sched = evs.map(([t, code]) => [base + Math.round(t) * 1000, code]);
-      cursor = 0;
-      scheduleNext();
-      event({ event: "sensors", n: sched.length, base_us: Math.round(base / 1000) });
-    } else if (c.cmd === "power" && c.event === "cut") {
-      powerCut();
-    } else if (c.cmd === "power" && c.event === "restore") {
-      setImmediate(powerOn);
-    } else if (c.cmd === "uart") {
-      onUartData(Buffer.from(String(c.hex || ""), "hex"));
-    } else if (c.cmd === "save") {
-      fs.fsyncSync(imageFd); // written through already
-      event({ event: "saved", ok: true });
-    } else if (c.cmd === "status") {
-      event(status());
-    } else if (c.cmd === "quit") shutdown(0);
-    else event({ event: "error", message: `control: unknown command ${JSON.stringify(c.cmd)}` });
-  } catch (e) {
-    event({ event: "error", message: `control: ${e.message}` });
-  }
-}
-
-process.on("SIGTERM", () => shutdown(0));
-process.on("SIGINT", () => shutdown(0));
-process.stdout.on("error", () => {});
+// The control channel (board_common.mjs): the virtual board's protocol.
+const commands = {
+  sensors(c) {
+    const evs = c.path ? readTrace(c.path) : parseRecords(c.records || [], "records");
+    const base = worldNs();
+    sched = evs.map(([t, code]) => [base + Math.round(t) * 1000, code]);
+    cursor = 0;
+    scheduleNext();
+    event({ event: "sensors", n: sched.length, base_us: Math.round(base / 1000) });
+  },
+  power(c) {
+    if (c.event === "cut") powerCut();
+    else if (c.event === "restore") setImmediate(powerOn);
+    else return false;
+  },
+  uart(c) {
+    onUartData(Buffer.from(String(c.hex || ""), "hex"));
+  },
+  save() {
+    fs.fsyncSync(imageFd); // written through already
+    event({ event: "saved", ok: true });
+  },
+  status: () => event(status()),
+  quit: () => shutdown(0),
+};
+controlled(opts.control, commands, shutdown);
 
 const replServer = await serve(opts.replPort, onReplData, (s) => (replClient = s), () => replClient);
-const uartServer = await serve(opts.uartPort, onUartData, (s) => (uartClient = s), () => uartClient);
-if (opts.control) {
-  const rl = readline.createInterface({ input: process.stdin });
-  rl.on("line", control);
-  rl.on("close", () => shutdown(0));
-}
+// a new frame-line client hears the chip 250 ms after it connects: pyserial empties its
+// input once connected, and frames sent in that instant were lost to it
+const uartServer = await serve(opts.uartPort, onUartData, (s) => (uartClient = s), () => uartClient, 250);
 event({ event: "ready", repl_port: replServer.address().port, uart_port: uartServer.address().port });
 makeChip("power");
 setImmediate(runSlice);

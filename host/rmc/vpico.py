@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,6 +145,18 @@ class VirtualPico(VirtualBoard):
         if not self.flash_timing:
             cmd += ["--flash-timing", "0"]
         return cmd
+
+    def wait_clock(self, t_us: float, timeout: float = 300.0) -> bool:
+        """Wait until the chip's clock (world time, µs) has reached t_us; False on timeout.
+
+        The chip's REPL listens once MicroPython is up, about 0.5 s of its time after a
+        power-up: bytes sent before may reach a program that is not reading them."""
+        deadline = time.monotonic() + timeout
+        while self.status()["t_us"] < t_us:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
 
     def files(self) -> dict[str, bytes]:
         """The files on the chip's flash now (the image as written so far)."""
