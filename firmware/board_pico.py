@@ -13,13 +13,15 @@
 # before any pin is touched and before the watchdog starts: a bad one raises ConfigError,
 # which main.py shows (message, LED pattern) without resetting the board over and over.
 import json
+import os
+import sys
 import time
 
 import machine
 import micropython
 from micropython import const
 
-from rmcfw import channels, edges, frames, journal, numbers, proto, recover, store, table
+from rmcfw import channels, edges, frames, journal, lead, numbers, proto, recover, store, table
 
 if hasattr(micropython, "alloc_emergency_exception_buf"):  # not in every port (WebAssembly)
     micropython.alloc_emergency_exception_buf(100)  # tracebacks from IRQ handlers
@@ -264,6 +266,9 @@ class Board:
 
         # the table, its power-safe state and the wire (docs/protocol.md)
         self.store = store.Store(folder)
+        # the lead window's random source (rmcfw.lead): on a Pico its ROSC bits mixed in;
+        # elsewhere (the virtual board's WebAssembly port) the seeded sequence, reproducible
+        self.rand = lead.Hardware(os.urandom) if sys.platform == "rp2" else lead.Seeded()
         self.table = table.Table(wheel, self._no_emit, self.store, board=self)
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None
@@ -287,6 +292,10 @@ class Board:
 
         self.wire.room = self._tx_room  # RESENDs served as far as the line takes them
         self._sink = self.table.sink  # bound once: a bound method is a heap object
+        if self.table.spin.resumed:
+            # a ball resumed on the track after a cut: its routine frames held in RAM as
+            # after its LAUNCH, not a flash erase each (IRQs off 45 ms) while its edges are due
+            self.journal.resume_run()
 
     def _feed(self):
         if self.wdt is not None:

@@ -28,13 +28,16 @@ SETTLEMENT_MAY = SETTLEMENT | {"rmcfw"}
 # The wire: frames, traces, the checker and the link. They know nothing of the applications
 # built on them.
 WIRE = {"rmc.frames", "rmc.trace", "rmc.checker", "rmc.link"}
-WIRE_MUST_NOT = {"rmc.serve", "rmc.sim", "rmc.rig", "rmc.demo", "rmc.vboard", "rmc.settle"}
+WIRE_MUST_NOT = {
+    "rmc.serve", "rmc.sim", "rmc.rig", "rmc.demo", "rmc.vboard", "rmc.settle", "rmc.edge",
+}  # fmt: skip
 
 # The command line is the top: nothing below it imports it.
 TOP = {"rmc.cli", "rmc.__main__", "rmc.commands"}
 
-# The table service runs tables; the test benches and the virtual board are not part of it.
-SERVICE_MUST_NOT = {"rmc.demo", "rmc.rig", "rmc.vboard"}
+# The table service runs tables; the test benches, the virtual board and the attacker
+# (rmc.edge, a measuring tool) are not part of it.
+SERVICE_MUST_NOT = {"rmc.demo", "rmc.rig", "rmc.vboard", "rmc.edge"}
 
 THIRD_PARTY_UI = {"rich", "matplotlib", "argparse"}
 

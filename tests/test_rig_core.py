@@ -263,7 +263,7 @@ def _frames(spec):
     return [(rx * 1000, bytes(enc.frame(t, f)).rstrip(b"\n")) for rx, t, f in spec]
 
 
-def _board(rnvp1=20.2, res1="17", void2="same_dir", fault=True, rnvp3=79.0, extra=()):
+def _board(rnvp1=20.2, res1="17", void2="same_dir", fault=True, rnvp3=79.0, extra=(), why="fit"):
     spec = [
         (
             0.1,
@@ -271,7 +271,7 @@ def _board(rnvp1=20.2, res1="17", void2="same_dir", fault=True, rnvp3=79.0, extr
             ("fw", "x", "wheel", "0", "reset", "power", "faults", "", "prev", "3:120"),
         ),
         (11.0, proto.T_LAUNCH, ("spin", 41, "rdir", "cw", "bdir", "ccw")),
-        (rnvp1, proto.T_RNVP, ("spin", 41, "drop_ms", 1, "lead_ms", 1, "why", "fit")),
+        (rnvp1, proto.T_RNVP, ("spin", 41, "drop_ms", 1, "lead_ms", 1, "why", why)),
         (21.6, proto.T_DROP, ("spin", 41, "revs", 14)),
         (26.0, proto.T_RESULT, result_fields(41, res1)),
         (41.5, proto.T_LAUNCH, ("spin", 42, "rdir", "ccw", "bdir", "ccw")),
@@ -294,6 +294,42 @@ def test_compare_accepts_a_board_that_matches_the_truth():
     assert c.ok, (c.problems, [s.problems for s in c.spins])
     assert [s.got for s in c.spins] == [["result:17"], ["void:same_dir"], ["result:00"]]
     assert c.faults_matched == 1 and c.rnvp_asked == 1 and c.rnvp_within == 1
+
+
+def test_the_lead_window_grows_with_the_asked_lead_and_a_late_call_still_fails():
+    """±0.5 s around a call asked 1.5 s before the drop; ±20 % of a 5 s lead (docs/rig.md);
+    whatever the window, a call after the drop is a problem."""
+    tol = cmpmod.Tolerances()
+    assert tol.rnvp_window_s(1.0) == tol.rnvp_window_s(None) == 0.5
+    assert tol.rnvp_window_s(5.0) == pytest.approx(1.0)
+
+    def within(asked_s, lead_s, call_s):
+        truth = [dict(r) for r in TRUTH]
+        for r in truth:
+            if r["event"] == "rnvp_asked":
+                r["t_us"], r["lead_us"] = int(asked_s * 1e6), int(lead_s * 1e6)
+        c = cmpmod.compare(truth, _board(rnvp1=call_s))
+        return c.rnvp_within, c.spins[0].problems
+
+    assert within(16.5, 5.0, 17.4) == (1, [])  # 0.9 s after the instant asked 5 s ahead
+    assert within(16.5, 5.0, 17.6)[0] == 0  # 1.1 s: outside
+    assert within(20.0, 1.5, 20.6)[0] == 0  # 0.6 s at a 1.5 s lead: outside ±0.5 s
+    n, problems = within(16.5, 5.0, 21.7)  # after the drop (21.5 s): late, whatever the lead
+    assert n == 0 and any("late" in p for p in problems), problems
+
+
+def test_calls_at_once_and_asks_at_the_launch_are_not_held_to_the_lead():
+    """The incident's and the restart's calls come at once by design, and a ball shorter on
+    the track than the lead is asked at its launch: none counts for the lead window."""
+    base = cmpmod.compare(TRUTH, _board())
+    assert (base.rnvp_asked, base.rnvp_within) == (1, 1)
+    assert cmpmod.compare(TRUTH, _board(why="incident")).rnvp_asked == 0
+    assert cmpmod.compare(TRUTH, _board(why="power")).rnvp_asked == 0
+    at_launch = [
+        {**r, "t_us": 10_000_000, "lead_us": 11_500_000} if r["event"] == "rnvp_asked" else r
+        for r in TRUTH
+    ]
+    assert cmpmod.compare(at_launch, _board()).rnvp_asked == 0
 
 
 def test_compare_finds_each_kind_of_mismatch():

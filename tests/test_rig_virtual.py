@@ -210,6 +210,6 @@ class TestOverTheSet:
             asked += out["rnvp_asked"]
         assert asked >= 20
         assert within >= Tolerances().rnvp_within_fraction * asked, (
-            f"« rien ne va plus » within ±{Tolerances().rnvp_lead_s} s of the asked instant on"
+            f"« rien ne va plus » within {Tolerances().rnvp_window_text()} of the asked instant on"
             f" {within}/{asked} spins"
         )

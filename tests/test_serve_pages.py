@@ -49,6 +49,7 @@ from rmc.demo.session import Segment, plan
 from rmc.serve import pages
 from rmc.serve.client import Client
 from rmc.sim import simulate_session
+from rmcfw import config as fwconfig
 from rmcfw import numbers, proto
 
 # The screenshots go to build/screenshots, so that a test run leaves the work tree as it
@@ -432,7 +433,7 @@ def test_a_session_clicked_in_the_console_shows_on_the_display(rig):
     derniers coups » from the console to the board and onto the display."""
     session = rig.phases["session"]
     want = truth_outcomes(session)
-    assert {want[s] for s in (3, 4, 6)} == {"result:00", "result:0", "result:CMC"}
+    assert {want[s] for s in (4, 6, 11)} == {"result:00", "result:0", "result:CMC"}
     assert login(rig, "console", rig.served.tokens.names["chef"]) == ""
     assert login(rig, "engineer", rig.served.tokens.names["engineer"]) == ""
     rig.page("display")
@@ -681,12 +682,15 @@ def test_an_engineer_sets_a_threshold_and_a_chef_forces_a_close(rig):
     Select(d.find_element(By.ID, "set-key")).select_by_value("lead_ms")
     box = d.find_element(By.ID, "set-value")
     box.clear()
-    box.send_keys("1200")
+    # a lead 200 ms shorter than the firmware's default (a later call: an engineer's order)
+    default = str(fwconfig.Config().lead_ms)
+    later = str(fwconfig.Config().lead_ms - 200)
+    box.send_keys(later)
     before = sets()
     d.find_element(By.ID, "do-set").click()
     wait_for(lambda: d.find_element(By.ID, "confirm").is_displayed(), 10, "the confirmation")
     asked = d.find_element(By.ID, "confirm-text").text
-    assert "lead_ms" in asked and "1200" in asked and "1000" in asked, asked
+    assert "lead_ms" in asked and later in asked and default in asked, asked
     d.find_element(By.ID, "confirm-no").click()
     assert not d.find_element(By.ID, "confirm").is_displayed()
     assert sets() == before  # cancelled: nothing went to the table
@@ -695,7 +699,7 @@ def test_an_engineer_sets_a_threshold_and_a_chef_forces_a_close(rig):
     d.find_element(By.ID, "confirm-yes").click()
     row = "return [...document.querySelectorAll('#set-table tr[data-key=lead_ms] td')]"
     cells = wait_for(
-        lambda: (c := d.execute_script(row + ".map(td => td.textContent)"))[3] == "1200" and c,
+        lambda: (c := d.execute_script(row + ".map(td => td.textContent)"))[3] == later and c,
         60,
         "the threshold set",
     )
@@ -704,7 +708,7 @@ def test_an_engineer_sets_a_threshold_and_a_chef_forces_a_close(rig):
     settings = wait_for(
         lambda: chef.get(f"/api/tables/{TABLE}/settings")["settings"], 30, "the setting stored"
     )
-    assert settings[0]["data"]["key"] == "lead_ms" and str(settings[0]["data"]["new"]) == "1200"
+    assert settings[0]["data"]["key"] == "lead_ms" and str(settings[0]["data"]["new"]) == later
     assert settings[0]["data"]["by"] == "paul"
     # a chef's console offers no threshold
     assert login(rig, "console", rig.served.tokens.names["chef"]) == ""

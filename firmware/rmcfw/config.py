@@ -19,8 +19,11 @@ _KEYS = {
     "stuck_on_ms": (1500, 200, 60000),
     "drop_pct": (160, 120, 400),  # no pass for this % of the last lap: the ball has dropped
     "pocket_drop_ms": (30, 1, 1000),  # a new pocket held that long during the run: dropped
-    "lead_ms": (1000, 0, 10000),  # "rien ne va plus" that long before the predicted drop
+    "lead_ms": (5000, 0, 10000),  # "rien ne va plus" that long before the predicted drop
     "lead_revs": (0, 0, 10),  # ... or that many revolutions (when not 0)
+    # each spin, a random extra lead drawn uniformly in 0..lead_window_ms on top of the
+    # lead: the call comes earlier, never later (rmcfw.lead). 0: none
+    "lead_window_ms": (0, 0, 10000),
     "limit_ms": (1400, 500, 5000),  # a lap longer than this: call it anyway
     # the ball's period when the rim lets it go, the predictor's prior for this wheel: by
     # default from the wheel definition's geometry (drop_ms_of); 0: learn it from scratch

@@ -6,6 +6,12 @@
 # (version, table, boot, seq, ms, type) come key=value fields. With a key, "#" and 16 hex
 # digits of HMAC-SHA256 over everything before "#" follow. "*" and 8 lowercase hex digits of
 # CRC-32 over everything before "*" end the line. Runs unchanged under MicroPython and CPython.
+#
+# The grammar is defined here once (docs/protocol.md, "Lines"): the bytes a value escapes
+# (SEPARATORS and unsafe()), a table id (is_table, TABLE_MAX), a name or a value (is_token),
+# an escape (unescape), a number (number, NUMBER_DIGITS, U32). The host's faster decoder,
+# rmc.frames, builds its checks from these, and a differential fuzz test holds both decoders
+# to the same lines.
 import binascii
 import hashlib
 
@@ -18,7 +24,10 @@ COMMAND_START = const(0x3E)  # ">"
 MAX_LINE = const(250)  # bytes, without the newline: bounded buffers on both sides
 TAG_BYTES = const(8)  # HMAC-SHA256 truncated to 64 bits (16 hex digits)
 _BLOCK = const(64)  # SHA-256 block size, for HMAC
-_HEX = b"0123456789abcdef"
+HEX = b"0123456789abcdef"  # the one spelling of a tag, a CRC and an escape: lowercase
+SEPARATORS = b"$>,=#*%"  # frame starts, field and tag and CRC marks, the escape
+TABLE_MAX = const(16)  # a table id's characters at most
+NUMBER_DIGITS = const(10)  # a number's digits at most (below 2^32)
 _COMMA = const(0x2C)
 _EQUAL = const(0x3D)
 _HASH = const(0x23)
@@ -39,9 +48,10 @@ class AuthError(FrameError):
     """CRC right but the HMAC tag is missing or wrong: forged, or sent with another key."""
 
 
-def _unsafe(b):
-    # Bytes escaped as %XX inside a value: separators, frame starts, space, control, non-ASCII.
-    return b <= 0x20 or b >= 0x7F or b in b"$>,=#*%"
+def unsafe(b):
+    """Whether byte b is escaped as %xx inside a value (and so never part of a name): space,
+    controls, non-ASCII and the SEPARATORS."""
+    return b <= 0x20 or b >= 0x7F or b in SEPARATORS
 
 
 class Hmac:
@@ -185,14 +195,14 @@ class Encoder:
         if isinstance(s, str):
             s = s.encode()
         for b in s:
-            if _unsafe(b):
+            if unsafe(b):
                 if not escape:
                     raise ValueError("bad character in name %r" % (s,))
                 if n + 3 > MAX_LINE:
                     raise ValueError("frame too long")
                 buf[n] = _PERCENT
-                buf[n + 1] = _HEX[b >> 4]
-                buf[n + 2] = _HEX[b & 15]
+                buf[n + 1] = HEX[b >> 4]
+                buf[n + 2] = HEX[b & 15]
                 n += 3
             else:
                 if n >= MAX_LINE:
@@ -205,17 +215,16 @@ class Encoder:
 def _put_crc(buf, n, crc):
     i = n + 7
     while i >= n:
-        buf[i] = _HEX[crc & 15]
+        buf[i] = HEX[crc & 15]
         crc >>= 4
         i -= 1
 
 
 def _check_name(name):
-    if not name or len(name) > 16:
+    if not name or len(name) > TABLE_MAX:
         raise ValueError("table id: 1 to 16 characters")
-    for c in name:
-        if not (c.isalpha() or c.isdigit() or c in "-_") or ord(c) > 0x7E:
-            raise ValueError("table id: letters, digits, '-' and '_' only")
+    if not is_table(name.encode()):
+        raise ValueError("table id: letters, digits, '-' and '_' only")
 
 
 class Frame:
@@ -248,14 +257,14 @@ class Frame:
         )
 
 
-_U32 = 0xFFFFFFFF  # boot, seq and ms are below 2^32 (ms counts modulo 2^32); not a const:
+U32 = 0xFFFFFFFF  # boot, seq and ms are below 2^32 (ms counts modulo 2^32); not a const:
 # a long integer on a 32-bit port
 
 
 def _uint(b):
     # Strict decimal: digits only, no sign, no leading zero (one spelling per number), at
-    # most 10 digits.
-    if not b or (len(b) > 1 and b[0] == 0x30) or len(b) > 10:
+    # most NUMBER_DIGITS digits.
+    if not b or (len(b) > 1 and b[0] == 0x30) or len(b) > NUMBER_DIGITS:
         raise FrameError("bad number")
     v = 0
     for c in b:
@@ -281,7 +290,9 @@ def field_uint(fields, key, default=None):
     return number(v)
 
 
-def _unescape(b):
+def unescape(b):
+    """A value's text from its bytes as sent (%xx escapes); FrameError for a bad escape, or
+    a needless one (one spelling per frame)."""
     if b"%" not in b:
         return b.decode()
     out = bytearray()
@@ -296,7 +307,7 @@ def _unescape(b):
                 v = int(b[i + 1 : i + 3], 16)
             except ValueError:
                 raise FrameError("bad escape") from None
-            if not _unsafe(v):
+            if not unsafe(v):
                 raise FrameError("needless escape")  # one spelling per frame
             out.append(v)
             i += 3
@@ -355,31 +366,32 @@ def decode(line, key=None, hmac=None):
     version = _uint(parts[0])
     if version != proto.VERSION:
         raise FrameError("unsupported version %d" % version)
-    if not _is_table(parts[1]):
+    if not is_table(parts[1]):
         raise FrameError("bad table")
     table = parts[1].decode()
     boot = _uint(parts[2])
     seq = _uint(parts[3])
     ms = _uint(parts[4])
-    if boot > _U32 or seq > _U32 or ms > _U32:
+    if boot > U32 or seq > U32 or ms > U32:
         raise FrameError("bad number")
-    if not _is_token(parts[5], False):
+    if not is_token(parts[5], False):
         raise FrameError("bad type")
     ftype = parts[5].decode()
     fields = {}
     for p in parts[6:]:
         eq = p.find(b"=")
-        if eq <= 0 or not _is_token(p[:eq], False) or not _is_token(p[eq + 1 :], True):
+        if eq <= 0 or not is_token(p[:eq], False) or not is_token(p[eq + 1 :], True):
             raise FrameError("bad field")
         k = p[:eq].decode()
         if k in fields:
             raise FrameError("field twice")
-        fields[k] = _unescape(p[eq + 1 :])
+        fields[k] = unescape(p[eq + 1 :])
     return Frame(line[0], version, table, boot, seq, ms, ftype, fields, tag is not None)
 
 
-def _is_table(b):
-    if not 1 <= len(b) <= 16:
+def is_table(b):
+    """Whether bytes b are a table id: 1 to TABLE_MAX ASCII letters, digits, "-" or "_"."""
+    if not 1 <= len(b) <= TABLE_MAX:
         return False
     for c in b:
         if not (0x30 <= c <= 0x39 or 0x41 <= c <= 0x5A or 0x61 <= c <= 0x7A or c in b"-_"):
@@ -387,9 +399,10 @@ def _is_table(b):
     return True
 
 
-def _is_token(b, value):
-    # A name (type, field key): printable ASCII without separators, at least one character.
-    # A value may be empty and may hold %xx escapes (two lowercase hex digits).
+def is_token(b, value):
+    """Whether bytes b are a name (value False: a type or a field's key, printable ASCII but
+    the SEPARATORS, at least one character) or a value as sent (value True: may be empty,
+    and may hold %xx escapes, two lowercase hex digits)."""
     if not b and not value:
         return False
     i = 0
@@ -401,7 +414,7 @@ def _is_token(b, value):
                 return False
             i += 3
             continue
-        if _unsafe(c):
+        if unsafe(c):
             return False
         i += 1
     return True

@@ -164,6 +164,11 @@ class Journal:
                 self._running = True  # (the LAUNCH itself written at once)
         self._write(line)
 
+    def resume_run(self):
+        """A ball resumed on the track after a power cut: hold its routine frames as after
+        its LAUNCH (the LAUNCH itself was journaled before the cut)."""
+        self._running = True
+
     def flush(self):
         """Write the frames held in RAM, in order, durably (before any save of the state)."""
         if self._held:

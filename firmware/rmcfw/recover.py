@@ -8,124 +8,125 @@
 # the frames journaled after the last save (state "boot" and "seq") are applied here, in
 # order, before anything is sent.
 #
-# apply() takes a frame as (type, fields), fields a dict whose values are the frame's text
-# (from the journal) or the values emitted (tests): both read the same way. Frames that change
-# nothing persistent (REV, RNVP, DROP, STAT, ACK ...) are ignored; applying a frame whose
-# effect the state already holds changes nothing.
+# apply() makes each frame's change with rmcfw.changes, the functions rmcfw.spin makes it
+# with live. It takes a frame as (type, fields), fields a dict whose values are the frame's
+# text (from the journal) or the values emitted (tests): both read the same way. Frames that
+# change nothing persistent (RNVP, STAT, ACK ...) are ignored; applying a frame whose effect
+# the state already holds changes nothing.
 #
 # power_up() is the order a board brings its table up in after any reset: the state and the
 # journal read back, then the journal, the wire and BOOT; board_pico and the tests share it.
-from rmcfw import commands, config, frames, proto, store
+from rmcfw import changes, commands, config, frames, proto
 
 
 def _dir(text):
     return 1 if text == "cw" else (-1 if text == "ccw" else 0)
 
 
+def _launch(st, fields):
+    n = int(fields["spin"])
+    rdir = _dir(fields.get("rdir"))
+    # the launch's verdict, whose VOID the cut may have kept from going out: resume() sends
+    # it (a journal of older firmware: its checks, as they were)
+    why = fields.get("void")
+    if why is None and "void" not in fields:
+        why = changes.launch_void(rdir, _dir(fields.get("bdir")), st["rdir"], rdir == 0)
+    changes.launch(st, n, rdir, why)
+
+
+def _rev(st, fields):
+    n = int(fields["spin"])
+    if st["run"] == n:  # (a frame of another spin: nothing more of it is read)
+        # the laps before a cut, and the ball sensors' disagreements: resume() counts on
+        changes.lap(st, n, int(fields["n"]))
+        if "lone" in fields:
+            changes.disagree(st, n, int(fields["lone"]), int(fields.get("reversed", 0)))
+
+
+def _drop(st, fields):
+    why = fields.get("void")  # the drop's verdict (few revolutions, ball sensors)
+    if why:
+        changes.drop(st, int(fields["spin"]), str(why))
+
+
+def _void(st, fields):
+    n = int(fields["spin"])
+    if st["run"] == n:  # (a frame of another spin: nothing more of it is read)
+        changes.void(st, n, str(fields["reason"]))
+
+
+def _result(st, fields):
+    n = int(fields["spin"])
+    res = st["results"]
+    if not (res and res[-1][0] >= n):  # else already saved
+        changes.result(st, n, str(fields["num"]))
+
+
+def _last_three(st, fields):
+    if st["session"]:
+        changes.last_three(st, int(fields["last"]), int(fields["left"]))
+
+
+def _session_open(st, fields):
+    n = int(fields["session"])
+    if n > st["sessions"]:
+        changes.session_open(st, n, str(fields["chef"]))
+    # The session's number also moves the spin counter on, as apply() has always done (it
+    # read it as a spin's). Kept as it was: the counter may skip numbers, never reuse one.
+    changes.seen(st, n)
+
+
+def _session_close(st, fields):
+    if st["session"]:
+        changes.session_close(st, int(fields["session"]))
+
+
+def _incident(st, fields):
+    step = fields.get("step")
+    if step == proto.INC_START:
+        changes.incident(st, int(fields["spin"]))
+    elif step == proto.INC_RELAUNCH:
+        changes.relaunch(st)
+
+
+def _config(st, fields):
+    # a threshold set by hand (Table.recover puts it in force); a value the firmware refuses
+    # (a foreign journal) raises ValueError: not taken
+    key = str(fields["key"])
+    st["cfg"][key] = config.check(key, fields["new"])
+
+
+def _fault(st, fields):
+    on = str(fields.get("on")) == "1"
+    changes.fault(st, str(fields["code"]), on, str(fields.get("detail", "")) if on else "")
+
+
+# apply()'s step for each frame type with a lasting effect
+_APPLY = {
+    proto.T_LAUNCH: _launch,
+    proto.T_REV: _rev,
+    proto.T_DROP: _drop,
+    proto.T_VOID: _void,
+    proto.T_RESULT: _result,
+    proto.T_LAST_THREE: _last_three,
+    proto.T_SESSION_OPEN: _session_open,
+    proto.T_SESSION_CLOSE: _session_close,
+    proto.T_INCIDENT: _incident,
+    proto.T_CONFIG: _config,
+    proto.T_FAULT: _fault,
+}
+
+
 def apply(st, ftype, fields):
     """Apply one journaled frame's lasting effect to the state dict st."""
+    step = _APPLY.get(ftype)
+    if step is not None:
+        step(st, fields)
     n = fields.get("spin")
-    if ftype == proto.T_LAUNCH:
-        n = int(n)
-        if n > st["spin"]:
-            rdir = _dir(fields.get("rdir"))
-            # the launch's verdict, whose VOID the cut may have kept from going out:
-            # resume() sends it (a journal of older firmware: its checks, as they were)
-            why = fields.get("void")
-            if why is None and "void" not in fields:
-                bdir = _dir(fields.get("bdir"))
-                if rdir == 0:
-                    why = proto.V_SENSORS
-                elif rdir == st["rdir"]:
-                    why = proto.V_NOT_REVERSED
-                elif bdir == rdir:
-                    why = proto.V_SAME_DIR
-            st["spin"] = n
-            st["rdir"] = rdir
-            st["run"] = n
-            st["voided"] = None
-            st["run_void"] = why
-            st["run_revs"] = 0
-            st["run_lone"] = [0, 0]
-            st["frozen"] = False  # an incident's relaunch: launched
-    elif ftype == proto.T_REV:
-        if st["run"] == int(n):
-            st["run_revs"] = int(fields["n"])  # the laps before a cut: resume() counts on
-            if "lone" in fields:  # and the ball sensors' disagreements
-                st["run_lone"] = [int(fields["lone"]), int(fields.get("reversed", 0))]
-    elif ftype == proto.T_DROP:
-        why = fields.get("void")  # the drop's verdict (few revolutions, ball sensors)
-        if why and st["run"] == int(n) and not st["voided"]:
-            st["run_void"] = str(why)
-    elif ftype == proto.T_VOID:
-        if st["run"] == int(fields["spin"]):
-            st["voided"] = str(fields["reason"])  # its ball may still be running
-            st["run_void"] = None
-    elif ftype == proto.T_RESULT:
-        n = int(fields["spin"])
-        res = st["results"]
-        if res and res[-1][0] >= n:
-            return  # already saved
-        res.append([n, str(fields["num"])])
-        if len(res) > store.RESULTS_KEPT:
-            res.pop(0)
-        if st["run"] == n:
-            st["run"] = None
-            st["voided"] = None
-            st["run_void"] = None
-        sess = st["session"]
-        if sess:
-            sess["spins"] += 1
-            if sess.get("last3"):
-                sess["left"] -= 1
-    elif ftype == proto.T_LAST_THREE:
-        sess = st["session"]
-        if sess:
-            sess["last3"] = int(fields["last"])
-            sess["left"] = int(fields["left"])
-    elif ftype == proto.T_SESSION_OPEN:
-        n = int(fields["session"])
-        if n > st["sessions"]:
-            st["sessions"] = n
-            st["session"] = {
-                "id": n,
-                "chef": str(fields["chef"]),
-                "spins": 0,
-                "last3": 0,
-                "left": 0,
-            }
-    elif ftype == proto.T_SESSION_CLOSE:
-        sess = st["session"]
-        if sess and sess["id"] == int(fields["session"]):
-            st["session"] = None
-            st["incident"] = None
-    elif ftype == proto.T_INCIDENT:
-        step = fields.get("step")
-        if step == proto.INC_START:
-            n = int(fields["spin"])
-            st["incident"] = n
-            if st["run"] == n:
-                st["run"] = None  # stopped: the relaunch is a spin of its own
-        elif step == proto.INC_RELAUNCH:
-            st["incident"] = None
-            st["frozen"] = True  # its launch, bets closed, is next
-    elif ftype == proto.T_CONFIG:
-        # a threshold set by hand (Table.recover puts it in force); a value the firmware
-        # refuses (a foreign journal) raises ValueError: not taken
-        key = str(fields["key"])
-        st["cfg"][key] = config.check(key, fields["new"])
-    elif ftype == proto.T_FAULT:
-        code = str(fields["code"])
-        if str(fields.get("on")) == "1":
-            st["faults"][code] = str(fields.get("detail", ""))
-        else:
-            st["faults"].pop(code, None)
     if n is not None and ftype != proto.T_RECALL:
         # every frame of a spin says its number: with the launches trimmed from the journal
         # (a lost state file), the counter still goes on from the newest one
-        n = int(n)
-        if n > st["spin"]:
-            st["spin"] = n
+        changes.seen(st, int(n))
 
 
 def journaled_after(journal, st, tick=None):

@@ -16,7 +16,7 @@
 # Frames go out through emit(type, (k1, v1, k2, v2, ...)), the wire's Wire.emit signature.
 from micropython import const
 
-from rmcfw import commands, numbers, proto, ticks
+from rmcfw import changes, commands, numbers, proto, ticks
 
 CW = "cw"
 CCW = "ccw"
@@ -81,6 +81,7 @@ class Spin:
         p = self.pred
         p.lead_s = c.lead_ms / 1000
         p.lead_revs = c.lead_revs
+        p.window_ms = c.lead_window_ms  # each spin's random extra lead (rmcfw.lead)
         p.limit_s = c.limit_ms / 1000
         p.limit_set = c.by_hand("limit_ms")
         p.set_prior(c.drop_ms / 1000)
@@ -115,10 +116,7 @@ class Spin:
             detail = faults[code]
         # the frame first: a state saved is never ahead of the journal (rmcfw.recover)
         self.emit(proto.T_FAULT, ("code", code, "on", 1 if on else 0, "detail", detail))
-        if on:
-            faults[code] = detail
-        else:
-            faults.pop(code)
+        changes.fault(self.st, code, on, detail)
         self.save()
 
     # --- frames -----------------------------------------------------------------------
@@ -196,13 +194,14 @@ class Spin:
         elif s == proto.S_TRACK or s == proto.S_RNVP:
             b = self.ball
             n = b.count - 1 + self.revs_before
-            self.st["run_revs"] = n  # (saved with the next save; recovered from REV frames)
             fields = ("spin", self.st["spin"], "n", n, "period_us", b.period_us)
+            # (saved with the next save; recovered from the REV frame)
+            changes.lap(self.st, self.st["spin"], n)
             lone = b.lone + self.lone_before
             if lone or b.reversed:
                 # the ball sensors' disagreements so far, for a spin resumed after a cut
                 rev = b.reversed + self.reversed_before
-                self.st["run_lone"] = [lone, rev]
+                changes.disagree(self.st, self.st["spin"], lone, rev)
                 fields += ("lone", lone, "reversed", rev)
             self.emit(proto.T_REV, fields)
             if b.paired:
@@ -229,8 +228,7 @@ class Spin:
                 fields = ("spin", self.st["spin"], "step", proto.INC_RELAUNCH)
                 self.emit(proto.T_INCIDENT, fields if self.inc_back else fields + ("checked", 0))
                 self.frozen = True
-                self.st["frozen"] = True
-                self.st["incident"] = None  # (saved by the launch)
+                changes.relaunch(self.st)  # (saved by the launch)
                 self._launch(t)
             elif not self.inc_back:
                 self.inc_moving = True  # one sensor alone: moving, if not yet a launch
@@ -378,60 +376,43 @@ class Spin:
         r = self.rotor
         rdir = r.dir
         bdir = self.ball.first_dir
-        last = st["rdir"]
         rotor_bad = rdir == 0 or r.errors > _ROTOR_ERRORS
         # the launch's own verdict, known before its frame, and carried in it: a cut right
         # after the frame leaves the VOID owed, not lost (rmcfw.recover)
-        why = None
-        if rotor_bad:
-            why = proto.V_SENSORS
-        elif rdir == last:
-            why = proto.V_NOT_REVERSED
-        elif bdir and bdir == rdir:
-            why = proto.V_SAME_DIR
+        why = changes.launch_void(rdir, bdir, st["rdir"], rotor_bad)
         # its lasting effects, then its frames; one save at the end
-        st["spin"] += 1
-        st["rdir"] = rdir
-        st["run"] = st["spin"]  # a spin under way: resumed after a power cut (resume())
-        st["voided"] = None
-        st["run_void"] = None
-        st["run_revs"] = 0
-        st["run_lone"] = [0, 0]
+        changes.launch(st, st["spin"] + 1, rdir, why)
         self.revs_before = self.lone_before = self.reversed_before = 0
         frozen = self.frozen
         self.frozen = False
-        st["frozen"] = False
         # the pocket under ball sensor A at the ball's first pass (the dealer's signature)
         self.under = r.pocket_under(t)
-        fields = (
-            "spin",
-            st["spin"],
-            "rdir",
-            dir_name(rdir),
-            "bdir",
-            dir_name(bdir),
-            "under",
-            self._label(self.under),
-        )
+        fields = ("spin", st["spin"], "rdir", dir_name(rdir), "bdir", dir_name(bdir))
+        fields += ("under", self._label(self.under))
         self._hold += 1
         try:
             self.emit(proto.T_LAUNCH, fields + ("void", why) if why else fields)
-            if why:
-                self._void(t, why)
-            self.fault(proto.F_EDGES, 0)  # a new spin's timing starts clean
-            self._set(proto.S_TRACK, t)
-            self.resumed = False
-            if frozen:
-                self._call(t, WHY_INCIDENT)
-            self.dirs_checked = bool(bdir)  # else at the first pass both sensors see
-            if rotor_bad:
-                self.fault(proto.F_ROTOR, 1, "stopped" if rdir == 0 else "errors")
-            else:
-                self.fault(proto.F_ROTOR, 0)
-            r.errors = 0
+            self._launched(t, why, frozen, rdir, bdir, rotor_bad)
         finally:
             self._release()
         self.save()
+
+    def _launched(self, t, why, frozen, rdir, bdir, rotor_bad):
+        """The frames that follow a launch's own: its void, the track, an incident's relaunch
+        called at once, the faults the launch clears or finds."""
+        if why:
+            self._void(t, why)
+        self.fault(proto.F_EDGES, 0)  # a new spin's timing starts clean
+        self._set(proto.S_TRACK, t)
+        self.resumed = False
+        if frozen:
+            self._call(t, WHY_INCIDENT)
+        self.dirs_checked = bool(bdir)  # else at the first pass both sensors see
+        if rotor_bad:
+            self.fault(proto.F_ROTOR, 1, "stopped" if rdir == 0 else "errors")
+        else:
+            self.fault(proto.F_ROTOR, 0)
+        self.rotor.errors = 0
 
     def _check_dirs(self, t):
         """Ball against rotor, once the ball's direction is known (a first pass seen by one
@@ -550,6 +531,7 @@ class Spin:
             why = None  # one reason per spin: sent already
         # the pocket under ball sensor A at the ball's last pass both sensors saw
         fields = ("spin", self.st["spin"], "revs", revs, "under", self._label(self.under))
+        changes.drop(self.st, self.st["spin"], why)  # owed until its VOID, next
         self._hold += 1
         try:
             self.emit(proto.T_DROP, fields + ("void", why) if why else fields)
@@ -598,18 +580,10 @@ class Spin:
                 ch3[2],
             ),
         )
-        st["run"] = None
-        st["voided"] = None
-        res = st["results"]
-        res.append([st["spin"], label])
-        if len(res) > 20:
-            res.pop(0)
+        changes.result(st, st["spin"], label)
         sess = st["session"]
-        if sess:
-            sess["spins"] += 1
-            if sess.get("last3"):
-                sess["left"] -= 1
-                self.emit(proto.T_LAST_THREE, ("last", sess["last3"], "left", sess["left"]))
+        if sess and sess.get("last3"):
+            self.emit(proto.T_LAST_THREE, ("last", sess["last3"], "left", sess["left"]))
         self.save()
         self._set(proto.S_RESULT, t)
 
@@ -618,9 +592,7 @@ class Spin:
             return  # one reason per spin: the first found
         self.void = reason
         self.emit(proto.T_VOID, ("spin", self.st["spin"], "reason", reason))
-        # settled, but its ball may still run: resumed after a cut, not taken for a launch
-        self.st["voided"] = reason
-        self.st["run_void"] = None
+        changes.void(self.st, self.st["spin"], reason)
         self.save()
 
     def _end(self):
@@ -639,8 +611,7 @@ class Spin:
         self._hold += 1
         try:
             self._void(t, proto.V_OBJECT)
-            self.st["incident"] = self.st["spin"]  # survives a power cut
-            self.st["run"] = None  # stopped: the relaunch is a spin of its own
+            changes.incident(self.st, self.st["spin"])  # survives a power cut
             self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_START))
         finally:
             self._release()
@@ -677,8 +648,7 @@ class Spin:
         n = st["sessions"] + 1
         # the frame first: a chef id the line cannot carry raises here, before any change
         self.emit(proto.T_SESSION_OPEN, ("chef", chef, "session", n))
-        st["sessions"] = n
-        st["session"] = {"id": n, "chef": chef, "spins": 0, "last3": 0, "left": 0}
+        changes.session_open(st, n, chef)
         self.fault(proto.F_WATCHDOG, 0)
         if st["faults"].get(proto.F_STORAGE) == proto.D_STATE_DAMAGED:
             self.fault(proto.F_STORAGE, 0)  # seen, and a new session starts from here
@@ -709,8 +679,7 @@ class Spin:
         fields = ("chef", chef, "session", sess["id"], "spins", sess["spins"])
         # the frame first: a reason the line cannot carry raises here, before any change
         self.emit(proto.T_SESSION_CLOSE, fields + ("reason", reason) if reason else fields)
-        self.st["session"] = None
-        self.st["incident"] = None
+        changes.session_close(self.st, sess["id"])
         self.save()
         self._set(proto.S_CLOSED, t)
 
@@ -721,8 +690,7 @@ class Spin:
         if sess["last3"]:
             return False, proto.A_BUSY  # already announced
         # results so far + 3: a spin under way is the first of the three
-        sess["last3"] = sess["spins"] + 3
-        sess["left"] = 3
+        changes.last_three(self.st, sess["spins"] + 3, 3)
         self.emit(proto.T_LAST_THREE, ("last", sess["last3"], "left", 3))
         self.save()
         return True, ""

@@ -11,7 +11,20 @@
 #   t.handle(cmd, fields) -> (ok, detail)  # host commands (the wire's handler signature)
 #
 # Times are microseconds on the ticks_us clock (rmcfw.ticks: wrapped to 30 bits).
-from rmcfw import ball, channels, config, pockets, proto, recover, rnvp, rotor, spin, store, ticks
+from rmcfw import (
+    ball,
+    channels,
+    config,
+    lead,
+    pockets,
+    proto,
+    recover,
+    rnvp,
+    rotor,
+    spin,
+    store,
+    ticks,
+)
 from rmcfw.frames import wheel_id
 
 FW = "rmcfw-1.0"
@@ -45,7 +58,8 @@ class Table:
             self.rotor.mark_q, self.rotor.a2 = mark
         self.ball = ball.Ball()
         # the table sees the ball leave the rim: it calls the lead before that instant
-        self.pred = rnvp.Predictor(to_drop=True)
+        # board.rand: the random source of the lead window (rmcfw.lead), a seeded one without
+        self.pred = lead.Predictor(lead.source(board), to_drop=True)
         if self.st.get("learn"):
             rnvp.restore(self.pred, self.st["learn"])
         self.wheel = tuple(wheel)
@@ -226,16 +240,23 @@ class Table:
                 raise ValueError("n")
             return sp.recall(max(n, 10))
         if cmd == proto.C_SET:
-            return self._set_cfg(_text(fields, "key"), fields["value"], _text(fields, "by"))
+            role = _text(fields, "role") if "role" in fields else None
+            return self._set_cfg(_text(fields, "key"), fields["value"], _text(fields, "by"), role)
         return False, proto.A_UNKNOWN
 
-    def _set_cfg(self, key, value, by):
-        """SET: a threshold changed, on record with its old value and who asked."""
+    def _set_cfg(self, key, value, by, role=None):
+        """SET: a threshold changed, on record with its old value and who asked (and as
+        what: `role`, when the SET gave one). A later call needs role=engineer (rmcfw.lead)."""
         cfg = self.cfg
         new = config.check(key, value)  # ValueError (the wire answers bad): no frame, no change
+        if role != lead.ROLE and lead.later(cfg, key, new):
+            return False, lead.A_ENGINEER
+        fields = ("key", key, "old", getattr(cfg, key), "new", new, "by", by)
+        if role is not None:
+            fields += ("role", role)
         # the frame first (journaled, then sent): a name the line cannot carry raises here,
         # before any change; the state saved after it (rmcfw.recover applies it after a cut)
-        self.emit(proto.T_CONFIG, ("key", key, "old", getattr(cfg, key), "new", new, "by", by))
+        self.emit(proto.T_CONFIG, fields)
         cfg.set(key, new)
         self.spin.apply_cfg()
         self.save()

@@ -19,22 +19,11 @@ take their place: see RULES.
 from __future__ import annotations
 
 import re
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmc.frames import (
-    _GOOD_NAMES,
-    MAX_LINE,
-    AuthError,
-    CrcError,
-    Frame,
-    FrameError,
-    Verifier,
-    decode,
-    raw_ok,
-)
+from rmc.frames import AuthError, CrcError, Frame, FrameError, Verifier, decode, frame_of
 from rmcfw import config as fwconfig
 from rmcfw import numbers, proto
 
@@ -141,6 +130,9 @@ class Report:
     boots: list[int] = field(default_factory=list)
     unmarked_duplicates: int = 0
     unmarked_out_of_order: int = 0
+    # a trace's own faults (lines that do not parse, an end record missing or wrong): kept
+    # apart from the frames' report, `rmc check` joins them in its output (rmc.check_view)
+    trace_errors: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -276,41 +268,11 @@ class Checker:
             self.why = "foreign"
             return None
         if f.seq == proto.SEQ_NONE:
-            # An unsequenced answer (ACK): no place in the numbering, but its `top` tells
-            # the last seq the firmware had used, which shows frames missing at the end.
-            if f.type != proto.T_ACK:
-                c.malformed += 1
-                self.why = "malformed"
-                return None
-            c.answers += 1
-            top = f.fields.get(proto.K_TOP, "")
-            if top.isdigit():
-                self._tops[f.boot] = max(self._tops.get(f.boot, 0), int(top))
-            return f
+            return self._answer(f)
         key = (f.boot, f.seq)
         old = self.frames.get(key)
-        if old is not None and f.tagged and not old.tagged and self.verifier is None:
-            # An untagged frame took the place of a tagged one: the tagged one is the table's
-            # (a table with a key tags everything); the other is counted a forgery.
-            self._displaced += 1
-            self._tagged_seen = True
-            c.unverified += 1
-            self.frames[key] = f
-            return f
-        if old is not None and old.tagged and not f.tagged and self.verifier is None:
-            self._displaced += 1  # an untagged copy of a tagged frame's place: a forgery
-            self.why = "displaced"
-            return None
         if old is not None:
-            if old.line == f.line:
-                c.duplicates += 1
-                self.why = "duplicate"
-                if not f.resent:
-                    c.unmarked_duplicates += 1
-            else:
-                self._conflicts.append(f)
-                self.why = "conflict"
-            return None
+            return self._again(f, old)
         # Out of order: below the highest (boot, seq) received so far.
         if key < self._last_key:
             self._in_order = False
@@ -332,69 +294,92 @@ class Checker:
             self._boots.append(f)
         return f
 
+    def _answer(self, f: Frame) -> Frame | None:
+        """An unsequenced answer (ACK): no place in the numbering, but its `top` tells the
+        last seq the firmware had used, which shows frames missing at the end."""
+        if f.type != proto.T_ACK:
+            self.counts.malformed += 1
+            self.why = "malformed"
+            return None
+        self.counts.answers += 1
+        top = f.fields.get(proto.K_TOP, "")
+        if top.isdigit():
+            self._tops[f.boot] = max(self._tops.get(f.boot, 0), int(top))
+        return f
+
+    def _again(self, f: Frame, old: Frame) -> Frame | None:
+        """A frame under the key of one received already: a copy, or one that differs."""
+        c = self.counts
+        keyless = self.verifier is None
+        if f.tagged and not old.tagged and keyless:
+            # An untagged frame took the place of a tagged one: the tagged one is the table's
+            # (a table with a key tags everything); the other is counted a forgery.
+            self._displaced += 1
+            self._tagged_seen = True
+            c.unverified += 1
+            self.frames[(f.boot, f.seq)] = f
+            return f
+        if old.tagged and not f.tagged and keyless:
+            self._displaced += 1  # an untagged copy of a tagged frame's place: a forgery
+            self.why = "displaced"
+            return None
+        if old.line == f.line:
+            c.duplicates += 1
+            self.why = "duplicate"
+            if not f.resent:
+                c.unmarked_duplicates += 1
+        else:
+            self._conflicts.append(f)
+            self.why = "conflict"
+        return None
+
     def feed_many(self, lines: Iterable[bytes]) -> None:
         """feed() for a whole capture or trace: the same result, faster.
 
-        The common case (an untagged frame of this table, new, after every frame before it,
-        its CRC and header right) is decoded and placed inline; every other line (tagged,
-        damaged, noise, resent, duplicate, out of order, BOOT, ACK) goes through feed()
-        unchanged. The fuzz tests check that both ways give identical reports.
+        A line that starts with a frame is decoded once, as feed() decodes it
+        (`rmc.frames.frame_of`, the decoder without its newline and resend mark). The common
+        frame (untagged, of this table, numbered after every frame before it, not a BOOT nor
+        an ACK) is placed here; any other decoded frame goes through `_accept`, and any other
+        line (noise, damaged, resent) through feed(), unchanged. The fuzz tests check that
+        both ways give identical reports.
         """
         frames = self.frames
+        c = self.counts
+        verifier = self.verifier
         table = self.table
         last_key = self._last_key
-        keyless = self.verifier is None
-        crc32 = zlib.crc32
         boot_type = proto.T_BOOT
-        new_frame = tuple.__new__
-        good_names = _GOOD_NAMES  # a type not seen before takes the full path once
-        max_body = MAX_LINE - 9
         fast = 0
         for line in lines:
-            if keyless and table is not None and line[:1] == b"$":
+            if line[:1] == b"$":
                 if line[-1:] == b"\n":
                     line = line.rstrip(b"\r\n")
-                star = len(line) - 9
-                body = line[:star]
-                if (
-                    0 < star <= max_body
-                    and line[star] == 0x2A
-                    and b"%08x" % crc32(body) == line[star + 1 :]
-                    and b"#" not in body
-                    and body.isascii()
-                ):
-                    parts = body.decode().split(",", 6)
-                    if len(parts) == 7 and parts[0] == "$1" and parts[1] == table:
-                        boot, seq, ms, ftype, raw = parts[2], parts[3], parts[4], parts[5], parts[6]
-                        if (
-                            boot.isdigit()
-                            and seq.isdigit()
-                            and ms.isdigit()
-                            and boot[0] != "0"
-                            and seq[0] != "0"
-                            and (ms[0] != "0" or ms == "0")
-                            and len(boot) < 10
-                            and len(seq) < 10
-                            and len(ms) < 10
-                            and ftype in good_names
-                            and ftype != boot_type
-                            and raw_ok(raw)
-                        ):
-                            key = (int(boot), int(seq))
-                            if key > last_key:
-                                frames[key] = new_frame(
-                                    Frame,
-                                    (table, key[0], key[1], ms, ftype, raw, False, False, line),
-                                )
-                                last_key = key
-                                fast += 1
-                                continue
+                try:
+                    f = frame_of(line, verifier)
+                except FrameError:  # CrcError and AuthError too: feed() counts it, and why
+                    f = None
+                else:
+                    # (unpacked at once: a named tuple's attributes and items are slower)
+                    ftable, boot, seq, _, ftype, _, tagged, _, _ = f
+                    if ftable == table and seq and not tagged and ftype != boot_type:
+                        key = (boot, seq)
+                        if key > last_key:
+                            frames[key] = f
+                            last_key = key
+                            fast += 1
+                            continue
+            else:
+                f = None
             self._last_key = last_key
-            self.feed(line)
+            if f is None:
+                self.feed(line)
+            else:
+                c.lines += 1  # as feed() counts a line holding a frame
+                c.frames += 1
+                self._accept(f)
             table = self.table
             last_key = self._last_key
         self._last_key = last_key
-        c = self.counts
         c.lines += fast
         c.frames += fast
 
@@ -649,9 +634,10 @@ class _Rules:
         """A threshold changed (SET): on record with its old and new value and who asked."""
         key, by = self.fl.get("key", ""), self.fl.get("by", "")
         old, new = f.int("old", self.fl), f.int("new", self.fl)
-        self.r.settings.append(
-            {"boot": f.boot, "seq": f.seq, "key": key, "old": old, "new": new, "by": by}
-        )
+        setting = {"boot": f.boot, "seq": f.seq, "key": key, "old": old, "new": new, "by": by}
+        if "role" in self.fl:  # as what they asked (rmcfw.lead: a later call, an engineer)
+            setting["role"] = self.fl["role"]
+        self.r.settings.append(setting)
         if not by:
             raise FrameError("CFG: field 'by' is empty: who asked is not on record")
         if key not in fwconfig.keys():
@@ -1005,7 +991,8 @@ def command_log(trace: Any) -> list[dict[str, Any]]:
 
 
 def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Checker]:
-    """Check a trace or a raw capture given as bytes; returns (report, "trace"|"capture").
+    """Check a trace or a raw capture given as bytes; returns (report, "trace"|"capture",
+    the checker), the report holding a trace's own errors in `trace_errors`.
 
     Raises TraceError when the input is unusable: empty, a trace without a valid header, or
     a capture in which no frame start appears at all.
@@ -1023,7 +1010,7 @@ def check_bytes(data: bytes, key: bytes | None = None) -> tuple[Report, str, Che
         checker = Checker(key, table=table, wheel=wheel_id(trace.header.get("wheel")))
         checker.feed_many(line for line, _ in trace.frame_lines())
         report = checker.report()
-        report.trace_errors = trace.errors  # type: ignore[attr-defined]
+        report.trace_errors = trace.errors
         report.commands = command_log(trace)
         return report, "trace", checker
     if b"$" not in data:

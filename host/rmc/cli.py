@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 
-# (module, help) in the order `rmc --help` shows them.
+# The sub-commands' modules, in the order `rmc --help` shows them.
 COMMANDS: list[str] = [
     "rmc.commands.settle",
     "rmc.commands.check",
@@ -27,6 +27,7 @@ COMMANDS: list[str] = [
     "rmc.commands.subscribe",
     "rmc.commands.sim",
     "rmc.commands.rnvp",
+    "rmc.commands.edge",
     "rmc.commands.stats",
     "rmc.commands.vboard",
     "rmc.commands.rig",

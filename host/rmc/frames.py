@@ -1,8 +1,11 @@
 """Host decoder for the wire's frames (docs/protocol.md).
 
 The format is the firmware's (`rmcfw.frames`, which also encodes); this is a faster decoder
-for CPython: one CRC over a slice, one `split`, no regular expression. The exceptions are the
-firmware's own classes, so both halves name a failure the same way.
+for CPython: one CRC over a slice, one `split`, no regular expression on the way of a
+frame. Its grammar is the firmware's: the character classes, limits and escapes below are
+built from `rmcfw.frames`, which defines them once, and a differential fuzz test holds both
+decoders to the same lines. The exceptions are the firmware's own classes, so both halves
+name a failure the same way. `rmc.checker` reads every line through `decode`.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import re
 import zlib
 from typing import NamedTuple
 
+from rmcfw import frames as fw
+from rmcfw import proto
 from rmcfw.frames import MAX_LINE, TAG_BYTES, AuthError, CrcError, FrameError, load_key, wheel_id
 
 __all__ = [
@@ -23,17 +28,20 @@ __all__ = [
     "FrameError",
     "Verifier",
     "decode",
+    "frame_of",
     "load_key",
     "wheel_id",
 ]
 
 _crc32 = zlib.crc32
 _TAG_HEX = 2 * TAG_BYTES
-_HEXDIGITS = frozenset(b"0123456789abcdef")
-_U32 = 0xFFFFFFFF  # boot, seq and ms are below 2^32 (ms counts modulo 2^32)
+_TAG_SPAN = 1 + _TAG_HEX  # "#" and the tag
+_STARTS = frozenset((fw.FRAME_START, fw.COMMAND_START))
+_HEXDIGITS = frozenset(fw.HEX)
 _MAX_BODY = MAX_LINE - 9  # a frame is at most MAX_LINE bytes, "*" and its CRC included
-# Bytes a value must escape, and so the only ones an escape may stand for (one spelling).
-_MUST_ESCAPE = frozenset([*range(0x21), *range(0x7F, 0x100), *b"$>,=#*%"])
+_FRAME_HEAD = "$" + str(proto.VERSION)  # a frame's start, then the version
+_COMMAND_HEAD = ">" + str(proto.VERSION)
+_SHORT = fw.NUMBER_DIGITS - 1  # digits a number may have without a look at its size
 
 
 class Frame(NamedTuple):
@@ -106,13 +114,15 @@ def parse_fields(raw: str) -> dict[str, str]:
         raise FrameError("bad field") from None
     if len(fields) != len(parts):
         raise FrameError("bad field")  # a name twice
-    for k, v in fields.items():
-        if k not in _GOOD_NAMES and not _good(_NAME, k, _GOOD_NAMES):
-            raise FrameError("bad field name")
-        if v and ("%" in v or not v.isascii()) and _VALUE.fullmatch(v) is None:
-            raise FrameError("bad field value")
-    if "%" in raw:
-        fields = {k: _unescape(v) if "%" in v else v for k, v in fields.items()}
+    # Most fields: names seen before, values without escapes, nothing else to look at.
+    if "%" in raw or not raw.isascii() or not _GOOD_NAMES.issuperset(fields):
+        for k, v in fields.items():
+            if k not in _GOOD_NAMES and not _good(_NAME, k, _GOOD_NAMES):
+                raise FrameError("bad field name")
+            if v and ("%" in v or not v.isascii()) and _VALUE.fullmatch(v) is None:
+                raise FrameError("bad field value")
+        if "%" in raw:
+            fields = {k: fw.unescape(v.encode()) if "%" in v else v for k, v in fields.items()}
     return fields
 
 
@@ -131,36 +141,19 @@ class Verifier:
         return _hmac.compare_digest(self.tag(body), tag)
 
 
-def _unescape(text: str) -> str:
-    raw = text.encode("ascii")
-    out = bytearray()
-    i = 0
-    n = len(raw)
-    while i < n:
-        c = raw[i]
-        if c == 0x25:
-            h = raw[i + 1 : i + 3]
-            if len(h) != 2 or not set(h) <= _HEXDIGITS:
-                raise FrameError("bad escape")
-            v = int(h, 16)
-            if v not in _MUST_ESCAPE:
-                raise FrameError("needless escape")  # one spelling per frame
-            out.append(v)
-            i += 3
-        else:
-            out.append(c)
-            i += 1
-    try:
-        return out.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FrameError("bad escape") from None
+def _class(ok) -> str:
+    """A regular expression's character class of the ASCII bytes b for which ok(b)."""
+    return "[" + "".join(re.escape(chr(b)) for b in range(0x80) if ok(b)) + "]"
 
 
-# Names (types, field keys): printable ASCII but the separators; tables: [A-Za-z0-9_-]{1,16}.
-_NAME = re.compile(r"[!\x22&'()+\-./0-9:;<?@A-Z\[\\\]^_`a-z{|}~]+")
-_TABLE = re.compile(r"[A-Za-z0-9_-]{1,16}")
-_VALUE = re.compile(r"(?:[!\x22&'()+\-./0-9:;<?@A-Z\[\\\]^_`a-z{|}~]|%[0-9a-f]{2})*")
+# The firmware's grammar as regular expressions, checked once per new name (memoized below):
+# names (types, field keys) are the bytes a value does not escape; a value may hold escapes.
+_SAFE = _class(lambda b: not fw.unsafe(b))
+_NAME = re.compile(f"{_SAFE}+")
+_TABLE = re.compile(f"{_class(lambda b: fw.is_table(bytes((b,))))}{{1,{fw.TABLE_MAX}}}")
+_VALUE = re.compile(f"(?:{_SAFE}|%{_class(fw.HEX.__contains__)}{{2}})*")
 _GOOD_TABLES: set[str] = set()  # names already checked: most frames reuse a few
+_last_table = [""]  # the table of the last frame decoded, a good one
 _GOOD_NAMES: set[str] = set()
 
 
@@ -172,24 +165,13 @@ def _good(pattern: re.Pattern[str], text: str, memo: set[str]) -> bool:
     return True
 
 
-def raw_ok(raw: str) -> bool:
-    """Cheap checks of a frame's fields text, done for every frame: not empty, one "=" per
-    field, nothing unprintable, no space, no frame start or CRC mark. Names and escapes are
-    checked when the fields are read (`parse_fields`)."""
-    return (
-        bool(raw)
-        and raw.count("=") == raw.count(",") + 1
-        and raw.isprintable()
-        and " " not in raw
-        and "$" not in raw
-        and ">" not in raw
-        and "*" not in raw
+def _numbers_ok(*numbers: str) -> bool:
+    """Numbers of ASCII digits in their one spelling: no leading zero, at most
+    NUMBER_DIGITS digits, below 2^32 (the slow path, for a "0..." or a long one)."""
+    return all(
+        (n == "0" or n[0] != "0") and len(n) <= fw.NUMBER_DIGITS and int(n) <= fw.U32
+        for n in numbers
     )
-
-
-def _canonical(*numbers: str) -> bool:
-    # One spelling per number: no leading zero (the slow path, taken only for a "0...").
-    return all(n == "0" or n[0] != "0" for n in numbers)
 
 
 def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
@@ -205,64 +187,82 @@ def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
         line = line[1:]
         if not line:
             raise CrcError("empty line")
-    last = line[-1]
-    if last == 0x0A or last == 0x0D:
+    if line[-1] == 0x0A or line[-1] == 0x0D:
         line = line.rstrip(b"\r\n")
+    return frame_of(line, verifier, resent)
+
+
+def _tag_checked(line: bytes, star: int, verifier: Verifier | None) -> tuple[bytes, bool]:
+    """(body, tagged) of a line with a "#" before its CRC, or of any line when a key checks
+    it (an untagged one then fails): its tag well-formed and, with a key, right."""
+    tag_at = star - _TAG_SPAN
+    tagged = tag_at > 0 and line[tag_at] == 0x23
+    body = line[:tag_at] if tagged else line[:star]
+    tag = line[tag_at + 1 : star]
+    if (tagged and not _HEXDIGITS.issuperset(tag)) or b"#" in body:
+        raise FrameError("bad tag")
+    if verifier is not None and not (tagged and verifier.check(body, tag)):
+        raise AuthError("bad tag" if tagged else "no tag")
+    return body, tagged
+
+
+def frame_of(line: bytes, verifier: Verifier | None = None, resent: bool = False) -> Frame:
+    """decode() of a line without its newline and resend mark (resent: it had one), for a
+    reader whose lines are so: `rmc.checker` reads a capture's frames through it."""
     star = len(line) - 9
-    if star < 1 or line[star] != 0x2A:
-        raise CrcError("not a frame")
-    first = line[0]
-    if first != 0x24 and first != 0x3E:
+    if star < 1 or line[star] != 0x2A or line[0] not in _STARTS:
         raise CrcError("not a frame")
     body = line[:star]
     if b"%08x" % _crc32(body) != line[star + 1 :]:
         raise CrcError("CRC mismatch")
     if star > _MAX_BODY:
         raise FrameError("frame too long")
-    tag_at = star - _TAG_HEX - 1
-    tagged = tag_at > 0 and line[tag_at] == 0x23
-    if tagged:
-        tag = line[tag_at + 1 : star]
-        if not _HEXDIGITS.issuperset(tag):
-            raise FrameError("bad tag")
-        body = line[:tag_at]
-    if b"#" in body:
-        raise FrameError("bad tag")
-    if verifier is not None:
-        if not tagged:
-            raise AuthError("no tag")
-        if not verifier.check(body, tag):
-            raise AuthError("bad tag")
-    try:
-        text = body.decode("ascii")
-    except UnicodeDecodeError:
-        raise FrameError("non-ASCII byte") from None
-    parts = text.split(",", 6)
-    if len(parts) < 6:
+    if verifier is None and b"#" not in body:
+        tagged = False  # (a tag starts with "#")
+    else:
+        body, tagged = _tag_checked(line, star, verifier)
+    if not body.isascii():
+        raise FrameError("non-ASCII byte")
+    parts = body.decode().split(",", 6)
+    raw = None  # no fields
+    if len(parts) == 7:
+        head, table, boot, seq, ms, ftype, raw = parts
+    elif len(parts) == 6:
+        head, table, boot, seq, ms, ftype = parts
+    else:
         raise FrameError("short header")
-    if parts[0][1:] != "1":
-        raise FrameError(f"unsupported version {parts[0][1:]!r}")
-    table = parts[1]
-    boot = parts[2]
-    seq = parts[3]
-    ms = parts[4]
-    ftype = parts[5]
-    if table not in _GOOD_TABLES and not _good(_TABLE, table, _GOOD_TABLES):
-        raise FrameError("bad table")
+    if head != _FRAME_HEAD and head != _COMMAND_HEAD:  # (its start checked above)
+        raise FrameError(f"unsupported version {head[1:]!r}")
+    if table != _last_table[0]:  # (most lines are one table's: no hash, no lookup)
+        if table not in _GOOD_TABLES and not _good(_TABLE, table, _GOOD_TABLES):
+            raise FrameError("bad table")
+        _last_table[0] = table
     if ftype not in _GOOD_NAMES and not _good(_NAME, ftype, _GOOD_NAMES):
         raise FrameError("bad type")
-    # Strict numbers: ASCII digits (the text is ASCII), no sign, no leading zero, <= 10 digits.
-    if not (boot.isdigit() and seq.isdigit() and ms.isdigit()):
+    if not (boot.isdigit() and seq.isdigit() and ms.isdigit()) or (
+        (
+            boot[0] == "0"
+            or seq[0] == "0"
+            or ms[0] == "0"
+            or len(boot) > _SHORT
+            or len(seq) > _SHORT
+            or len(ms) > _SHORT
+        )
+        and not _numbers_ok(boot, seq, ms)  # a "0..." or a long one: its spelling, its size
+    ):
         raise FrameError("bad number")
-    if (boot[0] == "0" or seq[0] == "0" or ms[0] == "0") and not _canonical(boot, seq, ms):
-        raise FrameError("bad number")
-    if len(boot) > 9 or len(seq) > 9 or len(ms) > 9:  # (up to 2^32 - 1: ten digits at most)
-        if max(len(boot), len(seq), len(ms)) > 10 or max(int(boot), int(seq), int(ms)) > _U32:
-            raise FrameError("bad number")
-    if len(parts) == 7:
-        raw = parts[6]
-        if not raw_ok(raw):
-            raise FrameError("bad field")  # the rest (names, escapes) is checked when read
-    else:
+    if raw is None:
         raw = ""
+    elif not (
+        # cheap checks of the fields text: not empty, one "=" per field, nothing unprintable,
+        # no space, no frame start or CRC mark (names and escapes: when read, parse_fields)
+        raw
+        and raw.count("=") == raw.count(",") + 1
+        and raw.isprintable()
+        and " " not in raw
+        and "$" not in raw
+        and ">" not in raw
+        and "*" not in raw
+    ):
+        raise FrameError("bad field")
     return _new_frame(Frame, (table, int(boot), int(seq), ms, ftype, raw, tagged, resent, line))

@@ -120,14 +120,49 @@ def spin_times(trace: Trace, key: bytes | None = None) -> list[SpinTimes]:
 
 def settle_bets(trace: Trace, key: bytes | None = None, table_file: str | None = None):
     """Settle the trace's bets spin by spin. Raises ImportError without the engine."""
-    from rmc.bets import parse_bet, positions_over
+    from rmc.bets import positions_over
     from rmc.limits import Table
     from rmc.settle import settle
 
     table = Table.load(table_file)
     times = [s for s in spin_times(trace, key) if s.outcome_ms is not None]
     out = BetsOutcome()
-    pending: dict[int, list[tuple[int, Any]]] = {}  # index in times -> bets
+    pending = _place_bets(trace, table, times, out)
+    carried: list[tuple[int, Any]] = []
+    for i, s in enumerate(times):
+        bets = carried + pending.get(i, [])
+        carried = []
+        if not bets:
+            continue
+        if s.result is None:
+            carried = bets  # void: the spin is played again, the bets stand
+            continue
+        # the table's maximum holds for a player's total on a position, not each line
+        over = positions_over([b for _, b in bets], table, [n for n, _ in bets])
+        for ns, why in over:
+            out.refused.extend({"bet": bets[i][0], "spin": s.spin, "reason": why} for i in ns)
+        dropped = {i for ns, _ in over for i in ns}
+        bets = [b for i, b in enumerate(bets) if i not in dropped]
+        if not bets:
+            continue
+        st = settle([b for _, b in bets], s.result)
+        out.staked += st.staked
+        out.paid += st.paid
+        out.statements.append({"spin": s.spin, "bets": [n for n, _ in bets], **st.to_json()})
+    for n, _ in carried:
+        out.unsettled.append({"bet": n, "reason": "its spin was voided and not played again"})
+    return out
+
+
+def _place_bets(
+    trace: Trace, table: Any, times: list[SpinTimes], out: BetsOutcome
+) -> dict[int, list[tuple[int, Any]]]:
+    """Each bet of the trace given to the spin it was placed for: {index in times: [(bet's
+    number, bet)]}. A bet placed too late, or not understood, goes to out.refused; one with
+    no spin outcome after it to out.unsettled."""
+    from rmc.bets import parse_bet
+
+    pending: dict[int, list[tuple[int, Any]]] = {}
     for n, rec in enumerate(trace.of_kind("bet")):
         raw = {k: v for k, v in rec.items() if k not in _BET_KEYS}
         t = rec.get("t_ms")
@@ -158,30 +193,7 @@ def settle_bets(trace: Trace, key: bytes | None = None, table_file: str | None =
             out.unsettled.append({**where, "reason": "no spin outcome after it in the trace"})
         elif target >= 0:
             pending.setdefault(target, []).append((n, bet))
-    carried: list[tuple[int, Any]] = []
-    for i, s in enumerate(times):
-        bets = carried + pending.get(i, [])
-        carried = []
-        if not bets:
-            continue
-        if s.result is None:
-            carried = bets  # void: the spin is played again, the bets stand
-            continue
-        # the table's maximum holds for a player's total on a position, not each line
-        over = positions_over([b for _, b in bets], table, [n for n, _ in bets])
-        for ns, why in over:
-            out.refused.extend({"bet": bets[i][0], "spin": s.spin, "reason": why} for i in ns)
-        dropped = {i for ns, _ in over for i in ns}
-        bets = [b for i, b in enumerate(bets) if i not in dropped]
-        if not bets:
-            continue
-        st = settle([b for _, b in bets], s.result)
-        out.staked += st.staked
-        out.paid += st.paid
-        out.statements.append({"spin": s.spin, "bets": [n for n, _ in bets], **st.to_json()})
-    for n, _ in carried:
-        out.unsettled.append({"bet": n, "reason": "its spin was voided and not played again"})
-    return out
+    return pending
 
 
 @dataclass
@@ -225,24 +237,9 @@ def _norm(line: bytes) -> str | None:
     )
 
 
-def run_core(trace: Trace) -> CoreReplay | None:
-    """Run the trace's sensor events through the firmware core; None when it has none."""
-    sensors = trace.of_kind("sensor")
-    if not sensors:
-        return None
-    from rmcfw import store as fwstore
-    from rmcfw import table as fwtable
-
-    wheel = _wheel(trace.header)
-    lines: list[bytes] = []
-    boot = [0]
-    now = [0]
-    enc: list[Encoder] = []
-
-    def emit(ftype: str, fields: tuple) -> None:
-        lines.append(bytes(enc[0].frame(ftype, fields, ms=now[0] // 1000)))
-
-    folder = tempfile.mkdtemp(prefix="rmc-replay-")
+def _events(trace: Trace) -> list[tuple[int, int, dict[str, Any]]]:
+    """(t_us, order, record) of the trace's power, sensor and truth records, in time order;
+    at one instant, power first and truth last."""
     events: list[tuple[int, int, dict[str, Any]]] = []
     for r in trace.records:
         kind = r.get("kind")
@@ -251,79 +248,131 @@ def run_core(trace: Trace) -> CoreReplay | None:
             order = {"power": 0, "sensor": 1, "truth": 2}[kind]
             events.append((t, order, r))
     events.sort(key=lambda e: (e[0], e[1]))
-    table = None
-    cuts = 0
-    fed = 0
-    refused: list[dict[str, Any]] = []
+    return events
 
-    def power_up(t: int) -> Any:
-        boot[0] += 1
-        enc[:] = [Encoder(str(trace.header.get("table") or "replay")[:16] or "replay", boot[0])]
-        tb = fwtable.Table(wheel, emit, fwstore.Store(folder))
-        tb.start(t, reset="power")
-        return tb
 
-    t_last = events[0][0] if events else 0
-    table = power_up(t_last)
-    for t, _, r in events:
-        if table is not None:
+def _command(r: dict[str, Any]) -> tuple[str, dict[str, str]] | None:
+    """The host's command a truth record stands for (a session opened, the last three
+    announced, a session closed), or None."""
+    ev = r.get("event")
+    if ev == "session_open":
+        return (proto.C_OPEN, {"chef": str(r.get("chef", "chef"))})
+    if ev == "last_three":
+        return (proto.C_LAST_THREE, {})
+    if ev == "session_close":
+        cmd = (proto.C_CLOSE, {"chef": str(r.get("chef", "chef"))})
+        if r.get("reason"):
+            cmd[1]["reason"] = str(r["reason"])
+        return cmd
+    return None
+
+
+class _Board:
+    """The firmware core as a board runs it: a table over a store in a folder that outlives
+    its power cuts, polled every millisecond, its frames kept."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.wheel = _wheel(trace.header)
+        self.table_id = str(trace.header.get("table") or "replay")[:16] or "replay"
+        self.lines: list[bytes] = []
+        self.boot = 0
+        self.now = 0  # us: the clock of the frames' ms
+        self.enc: Encoder | None = None
+        self.folder = tempfile.mkdtemp(prefix="rmc-replay-")
+        self.table: Any = None  # None: the power is off
+        self.cuts = 0
+        self.fed = 0
+        self.refused: list[dict[str, Any]] = []  # commands the core refused
+
+    def emit(self, ftype: str, fields: tuple) -> None:
+        assert self.enc is not None
+        self.lines.append(bytes(self.enc.frame(ftype, fields, ms=self.now // 1000)))
+
+    def power_up(self, t: int) -> None:
+        from rmcfw import store as fwstore
+        from rmcfw import table as fwtable
+
+        self.boot += 1
+        self.enc = Encoder(self.table_id, self.boot)
+        self.table = fwtable.Table(self.wheel, self.emit, fwstore.Store(self.folder))
+        self.table.start(t, reset="power")
+
+    def run(self, t_last: int, t: int, r: dict[str, Any]) -> None:
+        """The time from t_last to t polled, then the record at t."""
+        if self.table is not None:
             tick = t_last + POLL_US
             while tick < t:
-                now[0] = tick
-                table.poll(tick)
+                self.now = tick
+                self.table.poll(tick)
                 tick += POLL_US
-        t_last = t
-        now[0] = t
-        kind = r["kind"]
-        if kind == "power":
+        self.now = t
+        if r["kind"] == "power":
             if r.get("event") == "cut":
-                table = None
-                cuts += 1
-            elif r.get("event") == "restore" and table is None:
-                table = power_up(t)
-            continue
-        if table is None:
-            continue  # the board is off: what the sensors do is not seen
-        if kind == "sensor":
+                self.table = None
+                self.cuts += 1
+            elif r.get("event") == "restore" and self.table is None:
+                self.power_up(t)
+        elif self.table is None:
+            pass  # the board is off: what the sensors do is not seen
+        elif r["kind"] == "sensor":
             try:
                 ch = channels.parse(str(r.get("ch")))
-                table.feed(t, ch, int(r.get("v", 0)))
-                fed += 1
+                self.table.feed(t, ch, int(r.get("v", 0)))
+                self.fed += 1
             except ValueError:
-                continue
+                pass
         else:
-            ev = r.get("event")
-            cmd: tuple[str, dict[str, str]] | None = None
-            if ev == "session_open":
-                cmd = (proto.C_OPEN, {"chef": str(r.get("chef", "chef"))})
-            elif ev == "last_three":
-                cmd = (proto.C_LAST_THREE, {})
-            elif ev == "session_close":
-                cmd = (proto.C_CLOSE, {"chef": str(r.get("chef", "chef"))})
-                if r.get("reason"):
-                    cmd[1]["reason"] = str(r["reason"])
-            if cmd is not None:
-                try:
-                    ok, detail = table.handle(*cmd)
-                except (KeyError, ValueError) as e:
-                    ok, detail = False, f"bad command: {e}"
-                # A CLOSE after the table closed the session itself (the lid locked after
-                # the last coup) finds it closed: the same end. Any other refusal means the
-                # session did not go on the core as the recording says.
-                if not ok and not (cmd[0] == proto.C_CLOSE and detail == "closed"):
-                    refused.append({"t_us": t, "command": cmd[0], "detail": detail})
+            self.command(t, _command(r))
+
+    def command(self, t: int, cmd: tuple[str, dict[str, str]] | None) -> None:
+        if cmd is None:
+            return
+        try:
+            ok, detail = self.table.handle(*cmd)
+        except (KeyError, ValueError) as e:
+            ok, detail = False, f"bad command: {e}"
+        # A CLOSE after the table closed the session itself (the lid locked after the last
+        # coup) finds it closed: the same end. Any other refusal means the session did not
+        # go on the core as the recording says.
+        if not ok and not (cmd[0] == proto.C_CLOSE and detail == "closed"):
+            self.refused.append({"t_us": t, "command": cmd[0], "detail": detail})
+
+
+def run_core(trace: Trace) -> CoreReplay | None:
+    """Run the trace's sensor events through the firmware core; None when it has none."""
+    if not trace.of_kind("sensor"):
+        return None
+    board = _Board(trace)
+    events = _events(trace)
+    t_last = events[0][0] if events else 0
+    board.power_up(t_last)
+    for t, _, r in events:
+        board.run(t_last, t, r)
+        t_last = t
     checker = Checker()
-    checker.feed_many(lines)
+    checker.feed_many(board.lines)
     report = checker.report()
+    diff = _diff_recorded(trace, board.lines)
+    vs_truth = _diff_truth(trace, report)
+    return CoreReplay(board.lines, report, diff, vs_truth, board.fed, board.cuts, board.refused)
+
+
+def _diff_recorded(trace: Trace, lines: list[bytes]) -> list[str]:
+    """The unified diff of the recorded frames and the core's (what follows from the
+    sensors, without what depends on the clock); empty when the same, or none recorded."""
     recorded = [n for n in (_norm(x) for x, _ in trace.frame_lines()) if n is not None]
     replayed = [n for n in (_norm(x) for x in lines) if n is not None]
-    diff: list[str] = []
-    if recorded:
-        diff = list(
-            difflib.unified_diff(
-                recorded, replayed, "recorded", "replayed (firmware core)", lineterm=""
-            )
+    if not recorded:
+        return []
+    return list(
+        difflib.unified_diff(
+            recorded, replayed, "recorded", "replayed (firmware core)", lineterm=""
         )
+    )
+
+
+def _diff_truth(trace: Trace, report: Report) -> list[dict[str, Any]]:
+    """The spins whose outcome in the core's frames differs from the truth's."""
     truth: dict[int, str] = {}
     for r in trace.of_kind("truth"):
         if r.get("event") == "rest" and isinstance(r.get("spin"), int):
@@ -334,9 +383,8 @@ def run_core(trace: Trace) -> CoreReplay | None:
             truth[r["spin"]] = "void:" + str(r.get("reason"))
     got: dict[int, str] = {x["spin"]: x["result"] for x in report.results}
     got.update({x["spin"]: "void:" + x["reason"] for x in report.voids if x["spin"] not in got})
-    vs_truth = [
+    return [
         {"spin": s, "truth": truth.get(s), "firmware": got.get(s)}
         for s in sorted(set(truth) | set(got))
         if truth.get(s) != got.get(s) and not (truth.get(s, "").startswith("void") and s not in got)
     ]
-    return CoreReplay(lines, report, diff, vs_truth, fed, cuts, refused)

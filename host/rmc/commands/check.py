@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rmc.check_view import show
+from rmc.check_view import report_json, show
 from rmc.console import err_console, unusable
 from rmc.keys import read_key
 
@@ -43,14 +43,9 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as e:
         # TraceError is a ValueError: unusable input, as are a bad key file and a bad path.
         return unusable("check", e, args.json, err)
-    trace_errors = getattr(report, "trace_errors", [])
-    out = report.to_json()
-    out["input"] = kind
-    out["trace_errors"] = trace_errors
-    clean = report.clean and not trace_errors
-    out["clean"] = clean
+    out = report_json(report.to_json(), kind, report.trace_errors)
     if args.json:
         print(json.dumps(out))
     else:
         show(out)
-    return 0 if clean else 1
+    return 0 if out["clean"] else 1

@@ -12,12 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from rmc.console import err_console, fail, out_console
+
+if TYPE_CHECKING:
+    from rmc.trace import Trace
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,8 +42,6 @@ def run(args: argparse.Namespace) -> int:
     from rmc.checker import check_bytes
     from rmc.console import unusable
     from rmc.keys import read_key
-    from rmc.money import fmt
-    from rmc.replay import run_core, settle_bets
     from rmc.trace import looks_like_trace, parse_trace
 
     err = err_console()
@@ -60,37 +62,16 @@ def run(args: argparse.Namespace) -> int:
     if report.valid == 0:
         out["check"]["note"] = "no frames in this trace"
         problems = bool(trace.errors)
-    bets = trace.of_kind("bet")
-    if bets:
+    if trace.of_kind("bet"):
         try:
-            settled = settle_bets(trace, key, args.table)
-        except ImportError as e:  # the settlement engine is a separate part of the host
-            out["bets"] = {"error": f"settlement engine unavailable: {e}"}
-            problems = True
+            out["bets"] = _bets(trace, key, args.table)
         except ValueError as e:  # a bad table file
             return fail("replay", str(e))
-        else:
-            out["bets"] = {
-                "settled": settled.statements,
-                "refused": settled.refused,
-                "unsettled": settled.unsettled,
-                "staked": fmt(settled.staked),
-                "paid": fmt(settled.paid),
-            }
-    core = run_core(trace)
+        problems = problems or "error" in out["bets"]
+    core = _core(trace)
     if core is not None:
-        out["core"] = {
-            "sensor_events": core.events,
-            "power_cuts": core.power_cuts,
-            "frames": len(core.lines),
-            "check": core.report.to_json(),
-            "diff_recorded": core.vs_recorded,
-            "diff_truth": core.vs_truth,
-            "refused": core.refused,
-            "agrees": core.agrees,
-        }
-        if not core.agrees or not core.report.clean:
-            problems = True
+        out["core"] = core
+        problems = problems or not core["agrees"] or not core["check"]["clean"]
     if args.json:
         print(json.dumps(out, ensure_ascii=False))
     else:
@@ -98,65 +79,102 @@ def run(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _bets(trace: Trace, key: bytes | None, table_file: str | None) -> dict:
+    """The trace's bets settled, as JSON; {"error": ...} without the settlement engine.
+    ValueError: a bad table file."""
+    from rmc.money import fmt
+    from rmc.replay import settle_bets
+
+    try:
+        settled = settle_bets(trace, key, table_file)
+    except ImportError as e:  # the settlement engine is a separate part of the host
+        return {"error": f"settlement engine unavailable: {e}"}
+    return {
+        "settled": settled.statements,
+        "refused": settled.refused,
+        "unsettled": settled.unsettled,
+        "staked": fmt(settled.staked),
+        "paid": fmt(settled.paid),
+    }
+
+
+def _core(trace: Trace) -> dict | None:
+    """The trace's sensor events rerun through the firmware core, as JSON; None without."""
+    from rmc.replay import run_core
+
+    core = run_core(trace)
+    if core is None:
+        return None
+    return {
+        "sensor_events": core.events,
+        "power_cuts": core.power_cuts,
+        "frames": len(core.lines),
+        "check": core.report.to_json(),
+        "diff_recorded": core.vs_recorded,
+        "diff_truth": core.vs_truth,
+        "refused": core.refused,
+        "agrees": core.agrees,
+    }
+
+
 def show(out: dict, con: Console) -> None:
+    from rmc.check_view import report_json
     from rmc.check_view import show as show_check
 
-    c = dict(out["check"])
-    c.setdefault("input", "trace")
-    c["trace_errors"] = out["trace_errors"]
-    c["clean"] = c["clean"] and not c["trace_errors"]  # as `rmc check` says it
-    show_check(c)
-    b = out.get("bets")
-    if b:
-        if "error" in b:
-            con.print(Text(f"bets: {b['error']}", "red"))
-        else:
-            t = RichTable(title="bets", show_header=True)
-            t.add_column("spin", justify="right")
-            t.add_column("result")
-            t.add_column("bets", justify="right")
-            t.add_column("staked", justify="right")
-            t.add_column("paid", justify="right")
-            for s in b["settled"]:
-                tot = s["totals"]
-                t.add_row(
-                    str(s["spin"]),
-                    Text(str(s["result"])),
-                    str(len(s["bets"])),
-                    tot["staked"],
-                    tot["paid"],
-                )
-            con.print(t)
-            for r in b["refused"]:
-                con.print(Text.assemble(("refused", "yellow"), f" bet {r['bet']}: {r['reason']}"))
-            for r in b["unsettled"]:
-                con.print(Text.assemble(("unsettled", "yellow"), f" bet {r['bet']}: {r['reason']}"))
-            con.print(f"staked {b['staked']}, paid {b['paid']}")
-    core = out.get("core")
-    if core:
-        con.print(
-            f"firmware core: {core['sensor_events']} sensor events, {core['power_cuts']} power "
-            f"cuts, {core['frames']} frames, results "
-            + ", ".join(r["result"] for r in core["check"]["results"])
+    show_check(report_json(out["check"], "trace", out["trace_errors"]))
+    if out.get("bets"):
+        _show_bets(out["bets"], con)
+    if out.get("core"):
+        _show_core(out["core"], con)
+
+
+def _show_bets(b: dict, con: Console) -> None:
+    if "error" in b:
+        con.print(Text(f"bets: {b['error']}", "red"))
+        return
+    t = RichTable(title="bets", show_header=True)
+    t.add_column("spin", justify="right")
+    t.add_column("result")
+    t.add_column("bets", justify="right")
+    t.add_column("staked", justify="right")
+    t.add_column("paid", justify="right")
+    for s in b["settled"]:
+        tot = s["totals"]
+        t.add_row(
+            str(s["spin"]), Text(str(s["result"])), str(len(s["bets"])), tot["staked"], tot["paid"]
         )
-        for v in core["check"]["violations"]:
-            con.print(Text.assemble((f"core {v['rule']}", "red"), f": {v['detail']}"))
-        for c in core["refused"]:
-            con.print(
-                Text.assemble(
-                    (f"core refused {c['command']}", "red"),
-                    f" at {c['t_us'] / 1e6:.3f} s: {c['detail']}",
-                )
+    con.print(t)
+    for r in b["refused"]:
+        con.print(Text.assemble(("refused", "yellow"), f" bet {r['bet']}: {r['reason']}"))
+    for r in b["unsettled"]:
+        con.print(Text.assemble(("unsettled", "yellow"), f" bet {r['bet']}: {r['reason']}"))
+    con.print(f"staked {b['staked']}, paid {b['paid']}")
+
+
+def _show_core(core: dict, con: Console) -> None:
+    con.print(
+        f"firmware core: {core['sensor_events']} sensor events, {core['power_cuts']} power "
+        f"cuts, {core['frames']} frames, results "
+        + ", ".join(r["result"] for r in core["check"]["results"])
+    )
+    for v in core["check"]["violations"]:
+        con.print(Text.assemble((f"core {v['rule']}", "red"), f": {v['detail']}"))
+    for c in core["refused"]:
+        con.print(
+            Text.assemble(
+                (f"core refused {c['command']}", "red"),
+                f" at {c['t_us'] / 1e6:.3f} s: {c['detail']}",
             )
-        for line in core["diff_recorded"]:
-            con.print(Text(line))
-        for d in core["diff_truth"]:
-            con.print(
-                Text.assemble(
-                    (f"spin {d['spin']}", "red"), f": truth {d['truth']}, firmware {d['firmware']}"
-                )
+        )
+    for line in core["diff_recorded"]:
+        con.print(Text(line))
+    for d in core["diff_truth"]:
+        con.print(
+            Text.assemble(
+                (f"spin {d['spin']}", "red"), f": truth {d['truth']}, firmware {d['firmware']}"
             )
-        if core["agrees"]:
-            con.print(Text("the firmware core agrees", "green"))
-        else:
-            con.print(Text("the firmware core does not agree with the recording", "red"))
+        )
+    if core["agrees"]:
+        con.print(Text("the firmware core agrees", "green"))
+    else:
+        con.print(Text("the firmware core does not agree with the recording", "red"))

@@ -5,7 +5,7 @@
   rmc table ID close [--reason TEXT]  close the session (with a reason: a forced close)
   rmc table ID recall [N]           the last N results from the table's journal (10 or more)
   rmc table ID set KEY VALUE        change a threshold (engineers)
-  rmc table ID status               the table's link, state, session and faults
+  rmc table ID status               the table's link, state, session, faults and lead
 
 The command goes to the service at --server (default http://127.0.0.1:8019, or $RMC_SERVER)
 with the token in --token-file (or $RMC_TOKEN_FILE); the service signs it with the table's key
@@ -19,8 +19,11 @@ import argparse
 import json
 import os
 from typing import Any
+from urllib.parse import quote
 
 DEFAULT_SERVER = "http://127.0.0.1:8019"
+# what a table's refusal of a SET means, said in the refusal's line
+REFUSALS = {"engineer": "a later call of « rien ne va plus » needs an engineer"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,6 +77,11 @@ def run(args: argparse.Namespace) -> int:
         client = Client.from_token_file(server, token_file)
         if args.verb == "status":
             out = client.table(args.id)
+            # the lead of « rien ne va plus » in force, as the table's CFG frames left it
+            try:
+                out["lead"] = client.get(f"/api/tables/{quote(args.id, safe='')}/lead")
+            except ClientError:
+                pass  # a service without the route: the status all the same
             return _show_status(args, out)
         body: dict[str, Any] = {}
         if args.verb == "open":
@@ -106,7 +114,10 @@ def _show_answer(args: argparse.Namespace, out: dict[str, Any]) -> int:
         if out.get("games"):
             line.append(f"  games {out['games']}", style="")
     else:
-        line = Text(f"{what}: refused by the table ({out.get('detail') or '?'})", style="red")
+        detail = out.get("detail") or "?"
+        why = REFUSALS.get(detail)
+        line = Text(f"{what}: refused by the table ({detail}{f': {why}' if why else ''})")
+        line.stylize("red")
     con.print(line)
     return 0 if ok else 1
 
@@ -135,4 +146,17 @@ def _show_status(args: argparse.Namespace, out: dict[str, Any]) -> int:
             f"missing {link.get('missing')}  reconnects {link.get('reconnects')}"
         )
     )
+    lead = out.get("lead")
+    if isinstance(lead, dict):
+        con.print(Text(lead_line(lead)))
     return 0
+
+
+def lead_line(lead: dict[str, Any]) -> str:
+    """« rien ne va plus »'s lead in force in one line: "lead 3 revs + 0-500 ms before the
+    drop (lead_revs set by paul, engineer)" or "... (defaults: no CFG frame)"."""
+    who = "; ".join(
+        f"{k} set by {x.get('by') or '?'}" + (f", {x['role']}" if x.get("role") else "")
+        for k, x in sorted((lead.get("set") or {}).items())
+    )
+    return f"lead {lead.get('text')} before the drop ({who or 'defaults: no CFG frame'})"

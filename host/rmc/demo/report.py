@@ -23,8 +23,9 @@ from rmc.rig.compare import Comparison, Tolerances, compare
 from rmc.settle import Statement
 from rmcfw import numbers, proto
 
-# The rnvp lead is reported, not required per run (issue 6 asks 9 in 10 within ±0.5 s over
-# many spins; docs/firmware.md says where the predictor stands).
+# The rnvp lead is reported, not required per run (issue 6 asks 9 in 10 within the rig's
+# window over many spins: ±0.5 s, or 20 % of the asked lead where wider, docs/rig.md;
+# docs/firmware.md says where the predictor stands).
 TOLERANCES = Tolerances(rnvp_within_fraction=0.0)
 
 
@@ -45,7 +46,7 @@ class RnvpStats:
     spins: int = 0  # valid spins with a call and a true drop
     leads_s: list[float] = field(default_factory=list)  # true drop - call, seconds
     late: list[int] = field(default_factory=list)  # truth spin numbers called after the drop
-    within: int = 0  # calls within ±0.5 s of the asked instant
+    within: int = 0  # calls within the rig's window of the asked instant (TOLERANCES)
     asked: int = 0
     why: dict[str, int] = field(default_factory=dict)
 
@@ -410,7 +411,8 @@ def _md_rnvp(run: DemoRun, s: Summary) -> list[str]:
         f"Lead (true drop − call) over {r.spins} valid spins: {_q(r)}; "
         f"late calls (after the true drop): {len(r.late)}"
         + (f" (spins {', '.join(map(str, r.late))})" if r.late else "")
-        + f"; within ±0.5 s of the asked instant ({run.config.rnvp_lead_s:g} s before the "
+        + f"; within ±{TOLERANCES.rnvp_window_s(run.config.rnvp_lead_s):g} s of the asked instant"
+        f" ({run.config.rnvp_lead_s:g} s before the "
         f"drop): {r.within}/{r.asked}.",
     ]
 

@@ -31,6 +31,7 @@ from rmc.demo.session import Segment, initial_records, plan, simulate
 from rmc.frames import Frame, FrameError, decode
 from rmc.limits import Table
 from rmc.link import Link
+from rmc.rig.compare import DEFAULT_LEAD_S
 from rmc.rig.link import FrameReader, Received, open_port
 from rmc.rig.virtual import VirtualRig
 from rmc.settle import Book, Statement
@@ -54,7 +55,7 @@ class DemoConfig:
     out: Path = Path("build/demo")
     speed: float = 0.0  # the virtual board's speed (0: as fast as the firmware runs)
     scenarios: tuple[str, ...] | None = None  # None: session.default_scenarios(spins)
-    rnvp_lead_s: float = 1.0  # the truth's asked lead (firmware default lead_ms)
+    rnvp_lead_s: float = DEFAULT_LEAD_S  # the truth's asked lead: the firmware's default
     table_file: str | None = None  # limits (default host/rmc/data/table.toml)
 
     def __post_init__(self) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmc.rig.compare import DEFAULT_LEAD_S
 from rmc.rig.link import Command, commands_from_truth
 from rmc.sim import SCENARIOS, Session, simulate_session
 
@@ -96,7 +97,10 @@ def plan(session: Session, chef: str = CHEF) -> list[Segment]:
 
 
 def simulate(
-    seed: int, spins: int, scenarios: tuple[str, ...] | None = None, rnvp_lead_s: float = 1.0
+    seed: int,
+    spins: int,
+    scenarios: tuple[str, ...] | None = None,
+    rnvp_lead_s: float = DEFAULT_LEAD_S,
 ) -> Session:
     """The session the demo plays; DemoSessionError for what the simulator refuses."""
     if seed < 0:

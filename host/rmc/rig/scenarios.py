@@ -3,7 +3,8 @@
 One short simulated session per scenario of the simulator (rmc.sim.SCENARIOS), the scenario
 on spin 2 so that a regular spin comes before it (and after it), each from its own seed.
 Sessions have three spins at least: the last three spins are announced from the first.
-The truth asks « rien ne va plus » at the firmware's default lead (1 s before the drop).
+The truth asks « rien ne va plus » at the firmware's default lead (`lead_ms` in
+rmcfw.config: 5 s before the drop since issue 26).
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from rmc.rig.compare import DEFAULT_LEAD_S
 from rmc.sim import SCENARIOS, simulate_session
 from rmc.trace import Trace, read_trace
 
-RNVP_LEAD_S = 1.0  # firmware/rmcfw/config.py lead_ms default
+RNVP_LEAD_S = DEFAULT_LEAD_S  # the firmware's own default, read from rmcfw.config
 
 
 @dataclass(frozen=True)

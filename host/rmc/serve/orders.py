@@ -63,10 +63,11 @@ def _uint(what: str, value: object, lo: int, hi: int) -> int:
     return int(text)
 
 
-def fields(verb: str, args: dict[str, object], by: str) -> tuple:
+def fields(verb: str, args: dict[str, object], by: str, role: str) -> tuple:
     """The firmware command's fields for an order; OrderError for what is wrong with it.
 
-    args: open {"chef"}; close {"reason"?}; recall {"n"?}; set {"key", "value"}.
+    args: open {"chef"}; close {"reason"?}; recall {"n"?}; set {"key", "value"}, sent with
+    the operator's name and role: the table's CFG frame records who asked, and as what.
     The chef de table who opened is named again on CLOSE (the firmware records it).
     """
     if verb not in VERBS:
@@ -86,5 +87,7 @@ def fields(verb: str, args: dict[str, object], by: str) -> tuple:
         if key not in fwconfig.keys():
             raise OrderError(f"no threshold {key!r} (one of {', '.join(sorted(fwconfig.keys()))})")
         lo, hi = fwconfig.bounds(key)
-        return ("key", key, "value", _uint(key, args.get("value"), lo, hi), "by", by)
+        value = _uint(key, args.get("value"), lo, hi)
+        # the table itself refuses a later call without role=engineer (rmcfw.lead)
+        return ("key", key, "value", value, "by", by, "role", role)
     return ()

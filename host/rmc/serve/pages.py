@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from rmc.frames import FrameError, decode
 from rmc.settle import ResultError, announce_result
 from rmcfw import config as fwconfig
+from rmcfw import lead as fwlead
 from rmcfw import numbers, proto
 
 WEB_DIR = Path(__file__).parent / "web"
@@ -42,9 +44,9 @@ A_MIN = 0.8  # the per-lap drag factor's bounds, as the firmware's predictor kee
 WRAP_MS = 1 << 32  # the firmware's millisecond clock wraps there
 
 # the events a display may see: nothing of the operators, the link's errors or the faults
-PUBLIC_TYPES = frozenset(
-    ("result", "state", "last3", "session_open", "session_close", "void", "incident", "link")
-)
+# (of the settings, only a change of the lead, without who made it: the display shows it)
+_PUBLIC = ("result", "state", "last3", "session_open", "session_close", "void", "incident")
+PUBLIC_TYPES = frozenset((*_PUBLIC, "link", "setting"))
 
 
 def now_us() -> int:
@@ -92,12 +94,15 @@ def public_event(ev: dict[str, Any], table: str) -> dict[str, Any] | None:
     if kind == "link":
         return {**base, "connected": bool(ev.get("connected")), "silent": bool(ev.get("silent"))}
     data = ev.get("data") or {}
+    if kind == "setting" and data.get("key") not in fwlead.KEYS:
+        return None
     keep = {
         "last3": ("last", "left"),
         "session_open": ("session",),
         "session_close": ("session", "spins"),
         "void": ("spin", "reason"),
         "incident": ("spin", "step", "num"),
+        "setting": ("key", "new"),
     }[kind]
     return {
         **base,
@@ -221,6 +226,7 @@ def display_snapshot(service: Any, table: str, last: int = MARQUEE) -> dict[str,
         "last3": last3,
         "results": [public_result(r) for r in valid[:last]],
         "figures": {"scope": scope, **figures(in_session).as_dict()},
+        "lead": public_lead(lead_in_force(store, table)),
     }
 
 
@@ -325,42 +331,75 @@ def spin_view(spin: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
         fl = launch[1]
         view["launch"] = {"rdir": fl.get("rdir"), "bdir": fl.get("bdir"), "void": fl.get("void")}
     for f, fl in frames:
-        kind = f.type
-        if kind == proto.T_REV:
-            period = _int(fl.get("period_us"))
-            if period:
-                lap = {"n": _int(fl.get("n")), "period_ms": round(period / 1000, 1), "t_s": t(f.ms)}
-                if fl.get("reversed") or fl.get("lone"):
-                    lap.update(reversed=fl.get("reversed"), lone=fl.get("lone"))
-                view["laps"].append(lap)
-        elif kind == proto.T_RNVP:
-            drop_ms, lead_ms = _int(fl.get("drop_ms")), _int(fl.get("lead_ms"))
-            view["rnvp"] = {
-                "t_s": t(f.ms),
-                "why": fl.get("why"),
-                "lead_ms": lead_ms,
-                "drop_t_s": t(drop_ms) if drop_ms and fl.get("why") in ("fit", "limit") else None,
-            }
-        elif kind == proto.T_DROP:
-            view["drop"] = {"t_s": t(f.ms), "revs": _int(fl.get("revs")), "void": fl.get("void")}
-        elif kind == proto.T_RESULT:
-            num = fl.get("num", "")
-            view["outcome"] = {
-                "result": num,
-                "colour": fl.get("colour"),
-                "announcement": announcement(num),
-                "t_s": t(f.ms),
-            }
-        elif kind == proto.T_VOID:
-            view["outcome"] = {"void": fl.get("reason"), "t_s": t(f.ms)}
-        elif kind == proto.T_INCIDENT:
-            view["incident"].append({"step": fl.get("step"), "num": fl.get("num"), "t_s": t(f.ms)})
-        elif kind == proto.T_STATUS and _int(fl.get("rotor_ms")):
-            view["rotor"] = {"period_ms": _int(fl.get("rotor_ms")), "rdir": fl.get("rdir")}
+        take = _SPIN_FRAMES.get(f.type)
+        if take is not None:
+            take(view, fl, f.ms, t)
     if view["rnvp"] and view["drop"]:
         view["lead_actual_ms"] = round(1000 * (view["drop"]["t_s"] - view["rnvp"]["t_s"]))
     view["fit"] = _fit_view(view["laps"], view["rnvp"], view["drop"])
     return view
+
+
+# How each frame of a spin enters its view: (view, the frame's fields, its `ms`, the clock
+# that turns a board's `ms` into seconds from the launch). Other frames leave it as it is.
+_Clock = Callable[[int], float]
+
+
+def _take_lap(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:
+    period = _int(fl.get("period_us"))
+    if period:
+        lap = {"n": _int(fl.get("n")), "period_ms": round(period / 1000, 1), "t_s": t(ms)}
+        if fl.get("reversed") or fl.get("lone"):
+            lap.update(reversed=fl.get("reversed"), lone=fl.get("lone"))
+        view["laps"].append(lap)
+
+
+def _take_call(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:
+    drop_ms, lead_ms = _int(fl.get("drop_ms")), _int(fl.get("lead_ms"))
+    view["rnvp"] = {
+        "t_s": t(ms),
+        "why": fl.get("why"),
+        "lead_ms": lead_ms,
+        "drop_t_s": t(drop_ms) if drop_ms and fl.get("why") in ("fit", "limit") else None,
+    }
+
+
+def _take_drop(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:
+    view["drop"] = {"t_s": t(ms), "revs": _int(fl.get("revs")), "void": fl.get("void")}
+
+
+def _take_result(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:
+    num = fl.get("num", "")
+    view["outcome"] = {
+        "result": num,
+        "colour": fl.get("colour"),
+        "announcement": announcement(num),
+        "t_s": t(ms),
+    }
+
+
+def _take_void(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:
+    view["outcome"] = {"void": fl.get("reason"), "t_s": t(ms)}
+
+
+def _take_incident(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:
+    view["incident"].append({"step": fl.get("step"), "num": fl.get("num"), "t_s": t(ms)})
+
+
+def _take_rotor(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:
+    if _int(fl.get("rotor_ms")):
+        view["rotor"] = {"period_ms": _int(fl.get("rotor_ms")), "rdir": fl.get("rdir")}
+
+
+_SPIN_FRAMES: dict[str, Callable[[dict[str, Any], dict[str, str], int, _Clock], None]] = {
+    proto.T_REV: _take_lap,
+    proto.T_RNVP: _take_call,
+    proto.T_DROP: _take_drop,
+    proto.T_RESULT: _take_result,
+    proto.T_VOID: _take_void,
+    proto.T_INCIDENT: _take_incident,
+    proto.T_STATUS: _take_rotor,
+}
 
 
 def _fit_view(laps: list[dict], rnvp: dict | None, drop: dict | None) -> dict | None:
@@ -453,6 +492,7 @@ def live_snapshot(service: Any, table: str) -> dict[str, Any]:
         "damage": {"by_why": dict(by_why), "counted": len(damage), "last": damage[:5]},
         "findings": store.events(table, LIST_KINDS, 30),
         "tail": tail(store, table, info.get("link", {}).get("last_rx_us")),
+        "lead": lead_in_force(store, table),
     }
 
 
@@ -487,3 +527,43 @@ def thresholds(store: Any, table: str) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# --- the lead: when « rien ne va plus » comes (rmcfw.lead) -------------------------------------
+
+
+def lead_in_force(store: Any, table: str) -> dict[str, Any]:
+    """The lead the table calls with, as its CFG frames left it (each key's newest, else its
+    default): `lead_ms`, or `lead_revs` revolutions when not 0, plus a random extra in
+    0..`window_ms`; `text` says it in a few words; `set` holds each key set and by whom
+    (name, role, the CFG frame). The table's own record is the CFG frames: a value set before
+    the service's database began is not known here (`from_cfg` says which keys are)."""
+    rows = {t["key"]: t for t in thresholds(store, table) if t["key"] in fwlead.KEYS}
+    roles: dict[str, Any] = {}
+    for e in store.events(table, ["setting"], 1000):  # newest first
+        roles.setdefault(str(e["data"].get("key")), e["data"].get("role"))
+
+    def value(key: str) -> int:
+        t = rows[key]
+        return int(t["value"]) if t["value"] is not None else int(t["default"])
+
+    ms, revs, window = value("lead_ms"), value("lead_revs"), value("lead_window_ms")
+    return {
+        "lead_ms": ms,
+        "lead_revs": revs,
+        "window_ms": window,
+        "unit": "revs" if revs > 0 else "ms",
+        "text": fwlead.describe(ms, revs, window),
+        "from_cfg": sorted(k for k, t in rows.items() if t["value"] is not None),
+        "set": {k: _who(t, roles.get(k)) for k, t in rows.items() if t["value"] is not None},
+    }
+
+
+def _who(t: dict[str, Any], role: Any) -> dict[str, Any]:
+    return {"value": t["value"], "by": t["by"], "role": role, "boot": t["boot"], "seq": t["seq"]}
+
+
+def public_lead(lead: dict[str, Any]) -> dict[str, Any]:
+    """The lead as a display shows it: the values, not who set them."""
+    keep = ("lead_ms", "lead_revs", "window_ms", "unit", "text")
+    return {k: lead[k] for k in keep}

@@ -194,7 +194,7 @@ class Service:
         v = orders.VERBS.get(verb)
         if v is None:
             raise orders.OrderError(f"no command {verb!r}")
-        fields = orders.fields(verb, args, op.name)
+        fields = orders.fields(verb, args, op.name, op.role)
         out = runner.command(verb, v.cmd, fields, op.name, op.role)
         self.bus.publish({"type": "command", "table": table, **out})
         return out

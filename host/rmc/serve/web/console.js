@@ -5,7 +5,7 @@
 // tamper, broken rules and orders show as they happen (the API's event stream).
 
 import { api, clock, debounce, el, q, reason, table, token } from "./api.js";
-import { STATES, words, zeroClass } from "./events.js";
+import { STATES, leadWords, words, zeroClass } from "./events.js";
 import { login, roleWord } from "./login.js";
 import { follow } from "./sse.js";
 
@@ -100,6 +100,8 @@ async function refresh() {
   fact(dl, "Couvercle", t.lid === "1" ? "verrouillé" : t.lid === "0" ? "ouvert" : "—");
   const faults = t.active_faults ?? [];
   fact(dl, "Défauts actifs", faults.length ? faults.join(", ") : "aucun", faults.length ? "ko" : "ok");
+  const lead = disp.ok ? disp.data.lead : null;
+  if (lead) fact(dl, "Rien ne va plus", leadWords(lead), "lead");
   const l3 = disp.ok ? disp.data.last3 : null;
   $("last3-line").hidden = !l3;
   if (l3) {
@@ -309,7 +311,7 @@ function onEvent(type, ev) {
       renderJournal();
     }
   }
-  if (["state", "link", "session_open", "session_close", "last3", "result"].includes(type)) refreshSoon();
+  if (["state", "link", "session_open", "session_close", "last3", "result", "setting"].includes(type)) refreshSoon();
   if (type === "setting" && op?.role === "engineer") {
     // the table's CFG frame, as it comes (the database may not hold it yet)
     const live = { value: Number(ev.data?.new), by: ev.data?.by, boot: ev.boot, seq: ev.seq };

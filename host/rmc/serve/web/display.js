@@ -36,6 +36,9 @@ const WORDS = {
       incident: "Incident : le coup est rejoué",
     },
     void: (why) => `Coup annulé : ${VOIDS.fr[why] ?? why}`,
+    lead: (l) =>
+      `« Rien ne va plus » ${l.unit === "revs" ? `${l.lead_revs} tour${l.lead_revs > 1 ? "s" : ""}` : `${sec(l.lead_ms)} s`} avant la chute` +
+      (l.window_ms ? `, plus 0 à ${sec(l.window_ms)} s au hasard` : ""),
     shareNames: { rouge: "Rouge", noir: "Noir", pair: "Pair", impair: "Impair", manque: "Manque", passe: "Passe" },
   },
   en: {
@@ -64,6 +67,9 @@ const WORDS = {
       incident: "Incident: the spin is played again",
     },
     void: (why) => `Spin void: ${VOIDS.en[why] ?? why}`,
+    lead: (l) =>
+      `No more bets ${l.unit === "revs" ? `${l.lead_revs} revolution${l.lead_revs > 1 ? "s" : ""}` : `${sec(l.lead_ms)} s`} before the drop` +
+      (l.window_ms ? `, plus 0 to ${sec(l.window_ms)} s at random` : ""),
     shareNames: { rouge: "Red", noir: "Black", pair: "Even", impair: "Odd", manque: "1–18", passe: "19–36" },
   },
 };
@@ -88,6 +94,10 @@ const VOIDS = {
   },
 };
 const W = WORDS[LANG];
+// seconds from milliseconds, in the page's language (« 1,5 s »)
+function sec(ms) {
+  return (ms / 1000).toLocaleString(LANG === "fr" ? "fr-FR" : "en-GB", { maximumFractionDigits: 3 });
+}
 const MARQUEE = 20;
 
 // what the tests read: every result with the moment it was drawn, and the stream's states
@@ -173,6 +183,9 @@ function renderHeader() {
   if (s) parts.push(W.session(s.session, s.open));
   if (s?.coups !== null && s?.coups !== undefined) parts.push(W.coups(s.coups));
   $("session-line").textContent = parts.join(" · ");
+  // the lead in force (the table's CFG frames, else its defaults): when bets close
+  const lead = view.snap?.lead;
+  $("lead-line").textContent = lead ? W.lead(lead) : "";
 }
 
 function renderConn() {

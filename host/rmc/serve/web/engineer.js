@@ -6,7 +6,7 @@
 // (/api/tables/{id}/live), read again when a frame of the spin comes.
 
 import { api, clock, debounce, el, q, svg, table, token } from "./api.js";
-import { STATES, words } from "./events.js";
+import { STATES, leadSetBy, leadWords, words } from "./events.js";
 import { login, roleWord } from "./login.js";
 import { follow } from "./sse.js";
 
@@ -64,6 +64,7 @@ async function refresh() {
   drawChart(s.spin);
   drawWheel(s);
   drawSpin(s.spin);
+  drawLead(s.lead);
   drawLink(s.info.link, s.damage);
   drawFaults(s);
   for (const f of s.tail) addLog(f, false);
@@ -295,6 +296,15 @@ function drawSpin(v) {
   if (v.outcome?.result) fact(dl, "Résultat", v.outcome.announcement ?? v.outcome.result);
   if (v.outcome?.void) fact(dl, "Coup nul", v.outcome.void);
   if (v.fit) fact(dl, "Ajustement", `a = ${v.fit.a}, b = ${v.fit.b} (tr/s)²`);
+}
+
+/** The lead in force, under the spin's facts: what the call aims at, and who set it. */
+function drawLead(lead) {
+  if (!lead) return;
+  const dl = $("spin-facts");
+  fact(dl, "Avance en vigueur", leadWords(lead));
+  const who = leadSetBy(lead);
+  fact(dl, "Réglée", who || "valeurs par défaut (aucune trame CFG)");
 }
 
 // --- the link ---

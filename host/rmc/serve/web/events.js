@@ -19,7 +19,7 @@ export function words(kind, d = {}) {
     case "incident":
       return `Incident, coup ${d.spin} : ${d.step}${d.num ? ` (${d.num})` : ""}`;
     case "setting":
-      return `Seuil ${d.key} : ${d.old} → ${d.new} (par ${d.by})`;
+      return `Seuil ${d.key} : ${d.old} → ${d.new} (par ${d.by}${d.role ? `, ${d.role}` : ""})`;
     case "last3":
       return `« Les trois derniers coups » : dernier coup n° ${d.last}, encore ${d.left}`;
     case "session_open":
@@ -45,3 +45,17 @@ export const STATES = {
   result: "résultat annoncé",
   incident: "incident (objet dans le cylindre)",
 };
+
+/** The lead in force (rmcfw.lead): « 1 s avant la chute, plus 0 à 0,5 s au hasard ». */
+export function leadWords(l) {
+  const sec = (ms) => (ms / 1000).toLocaleString("fr-FR", { maximumFractionDigits: 3 });
+  const lead = l.unit === "revs" ? `${l.lead_revs} tour${l.lead_revs > 1 ? "s" : ""}` : `${sec(l.lead_ms)} s`;
+  return `${lead} avant la chute${l.window_ms ? `, plus 0 à ${sec(l.window_ms)} s au hasard` : ""}`;
+}
+
+/** Who set the lead's keys, from the CFG frames: « lead_ms par paul (engineer) ». */
+export function leadSetBy(l) {
+  return Object.entries(l.set ?? {})
+    .map(([k, x]) => `${k} = ${x.value} par ${x.by ?? "?"}${x.role ? ` (${x.role})` : ""}`)
+    .join(" ; ");
+}
