@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -351,3 +352,20 @@ class Cable:
     def close(self) -> None:
         self.pull()
         self.server.close()
+
+
+def find_chromium() -> tuple[str, str] | None:
+    """Chromium's binary and its WebDriver, or None."""
+    binary = next(
+        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
+        None,
+    )
+    driver = shutil.which("chromedriver") or next(
+        (
+            p
+            for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver")
+            if os.access(p, os.X_OK)
+        ),
+        None,
+    )
+    return (binary, driver) if binary and driver else None

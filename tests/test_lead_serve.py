@@ -12,13 +12,11 @@ the lead in force: the JSON they read, and the display's line in Chromium.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 
 import pytest
 import serial
 from cli_support import rmc
-from serve_support import KEY_HEX, TABLE, Served, Tokens, board, power_up, wait_for
+from serve_support import KEY_HEX, TABLE, Served, Tokens, board, find_chromium, power_up, wait_for
 
 from rmc.demo import deploy as fwdeploy
 from rmc.frames import FrameError, Verifier, decode
@@ -157,24 +155,8 @@ def _boot_of(client) -> int:
     return max(int(f["boot"]) for f in frames_)
 
 
-def _chromium() -> tuple[str, str] | None:
-    binary = next(
-        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
-        None,
-    )
-    driver = shutil.which("chromedriver") or next(
-        (
-            p
-            for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver")
-            if os.access(p, os.X_OK)
-        ),
-        None,
-    )
-    return (binary, driver) if binary and driver else None
-
-
 def test_the_display_shows_the_lead_in_force(served):
-    found = _chromium()
+    found = find_chromium()
     if found is None:
         pytest.skip("Chromium or chromedriver not installed: `make setup` installs them")
     from selenium import webdriver

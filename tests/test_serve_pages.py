@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
@@ -38,6 +37,7 @@ from serve_support import (
     Tokens,
     answered,
     board,
+    find_chromium,
     order_args,
     power_up,
     wait_for,
@@ -66,23 +66,6 @@ CMD = {"open": proto.C_OPEN, "last3": proto.C_LAST_THREE, "close": proto.C_CLOSE
 
 
 # --- the pieces ---------------------------------------------------------------------------------
-
-
-def _chromium() -> tuple[str, str] | None:
-    """Chromium's binary and its WebDriver, or None."""
-    binary = next(
-        (p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p),
-        None,
-    )
-    driver = shutil.which("chromedriver") or next(
-        (
-            p
-            for p in ("/usr/lib/chromium/chromedriver", "/usr/bin/chromedriver")
-            if os.access(p, os.X_OK)
-        ),
-        None,
-    )
-    return (binary, driver) if binary and driver else None
 
 
 class Relay:
@@ -250,7 +233,7 @@ def login(rig: Rig, page: str, token_file: str | None, token: str | None = None)
 
 @pytest.fixture(scope="module")
 def chromium():
-    found = _chromium()
+    found = find_chromium()
     if found is None:
         pytest.skip("Chromium or its chromedriver is not installed (`make setup` installs them)")
     pytest.importorskip("selenium", reason="selenium is not installed in the venv")

@@ -10,7 +10,6 @@ docs/serve.md lists the routes; `rmc.serve.routing` holds what they share, and
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, HTTPException, Query, Request
@@ -20,7 +19,6 @@ from rmc import __version__
 from rmc.serve import orders, page_routes
 from rmc.serve.routing import (
     MAX_LAST,
-    SSE_HEADERS,
     SSE_PING_S,
     SSE_QUEUE,
     Lookup,
@@ -28,7 +26,7 @@ from rmc.serve.routing import (
     audit,
     deep_times,
     iso,
-    sse,
+    stream,
     times,
 )
 from rmc.serve.service import Service, UnknownTable
@@ -180,31 +178,9 @@ def _add_event_stream(app: FastAPI, service: Service, look: Lookup) -> None:
 
 def _event_stream(service: Service, table: str | None) -> StreamingResponse:
     """The bus's events (of `table`, when given) as they come; a client SSE_QUEUE events
-    behind is dropped (the bus unsubscribes it) and reads what it missed from the API."""
-    loop = asyncio.get_running_loop()
-    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue(SSE_QUEUE)
+    behind is cut off, reconnects and reads what it missed from the API."""
 
-    def listener(ev: dict[str, Any]) -> bool:
-        if table is not None and ev.get("table") not in (None, table):
-            return True
-        if inbox.qsize() >= SSE_QUEUE - 1:
-            return False
-        loop.call_soon_threadsafe(inbox.put_nowait, ev)
-        return True
+    def pick(ev: dict[str, Any]) -> dict[str, Any] | None:
+        return ev if table is None or ev.get("table") in (None, table) else None
 
-    key = service.bus.subscribe(listener)
-
-    async def lines():
-        try:
-            yield ": rmc serve events\n\n"
-            while True:
-                try:
-                    ev = await asyncio.wait_for(inbox.get(), SSE_PING_S)
-                except TimeoutError:
-                    yield ": ping\n\n"
-                    continue
-                yield sse(ev, ev["id"])
-        finally:
-            service.bus.unsubscribe(key)
-
-    return StreamingResponse(lines(), media_type="text/event-stream", headers=SSE_HEADERS)
+    return stream(service, pick)
