@@ -174,6 +174,17 @@ def test_cli_json(capsys) -> None:
     assert set(out["recommended"]) == {"noise_ms", "lead_s", "lead_revs", "laps_in_lead", "bound"}
 
 
+def test_repeated_options_add_up(capsys) -> None:
+    # --lead 0.5 --lead 4 measures both, as --lead 0.5 4 does: never only the last one
+    code = main(["edge", "--sim", "5:90", "--lead", "0.5", "--lead", "4", "--noise", "10",
+                 "--noise", "20", "--json"])  # fmt: skip
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert sorted({(r["lead_s"], r["noise_ms"]) for r in out["table"]}) == [
+        (0.5, 10.0), (0.5, 20.0), (4.0, 10.0), (4.0, 20.0)
+    ]  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory):
     """A simulated session's sensor trace, and the frames the firmware core makes of it

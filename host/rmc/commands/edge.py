@@ -32,6 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--lead",
         type=float,
         nargs="+",
+        action="extend",  # --lead 1 2 and --lead 1 --lead 2 alike
         metavar="S",
         help="leads to measure: bets close S seconds before the drop "
         "(default 0.5 1 1.5 2 2.5 3 3.5 4 5 6)",
@@ -40,6 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--noise",
         type=float,
         nargs="+",
+        action="extend",  # --noise 1 2 and --noise 1 --noise 2 alike
         metavar="MS",
         help="the attacker's clocking noise, ms standard deviation (default 10 20)",
     )
