@@ -192,7 +192,11 @@ def test_a_table_taken_from_a_live_service_is_dropped_and_served_by_the_other(re
             x.leases.leases.renew = renew  # x renews again: it learns, and drops both
             wait_for(lambda: all(isinstance(x.runners[t], Elsewhere) for t in ids), "x dropping")
             assert all(x.runners[t].holder == "pit-y" for t in ids)
-            assert x.leases.leases.held == {} and x.tables.runners == []
+            # the reading thread lets its runners go on its next turn: waited for, not raced
+            wait_for(
+                lambda: x.leases.leases.held == {} and x.tables.runners == [],
+                "x's reader letting both tables go",
+            )
             print(f"x's rows left out by the fence: {x.leases.leases.fenced}")
 
             def stored() -> dict[str, int]:
