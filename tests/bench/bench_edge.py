@@ -18,6 +18,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
+from rmc.commands.edge import return_table
 from rmc.edge.calls import TableSettings, firmware_calls
 from rmc.edge.evaluate import house_edge
 from rmc.edge.report import LEADS, REVS, WINDOWS, measure
@@ -71,18 +72,7 @@ def main() -> int:
                 f"{o.lead_revs:g} laps before the drop), 10 ms clocking: {pct(o.mean)} "
                 f"(95 % CI {ci(o)})"
             )
-    t = Table(title="expected return by lead (s before the drop) and clocking noise")
-    t.add_column("lead s", justify="right")
-    t.add_column("laps", justify="right")
-    for nz in rep.noises:
-        t.add_column(f"{nz:g} ms", justify="right")
-        t.add_column("95 % CI", justify="right")
-    for lead in rep.leads:
-        row = [f"{lead:g}", f"{rep.outcome(lead, rep.noises[0]).lead_revs:g}"]
-        for nz in rep.noises:
-            o = rep.outcome(lead, nz)
-            row += [pct(o.mean), ci(o)]
-        t.add_row(*row)
+    t = return_table(rep, "expected return by lead (s before the drop) and clocking noise")
     con.print(t)
     for be in rep.break_even:
         con.print(

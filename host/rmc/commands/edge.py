@@ -199,20 +199,12 @@ def _pct(x: float) -> str:
     return f"{100 * x:+.1f} %"
 
 
-def _show(rep, plot: str | None) -> None:
+def return_table(rep, title):
+    """The expected return by lead (rows) and clocking noise (columns), with its 95 % CI: a
+    rich Table (imported here: rich loads only when a table is shown)."""
     from rich.table import Table
-    from rich.text import Text
 
-    from rmc.console import out_console
-    from rmc.edge.evaluate import house_edge
-
-    con = out_console()
-    t = Table(
-        title=Text(
-            f"Attacker's expected return per unit staked, {rep.pleins} pleins "
-            f"({rep.source}: learned on {rep.train} spins, tested on {rep.spins - rep.train})"
-        )
-    )
+    t = Table(title=title)
     t.add_column("lead s", justify="right")
     t.add_column("laps", justify="right")
     for nz in rep.noises:
@@ -224,6 +216,24 @@ def _show(rep, plot: str | None) -> None:
             o = rep.outcome(lead, nz)
             row += [_pct(o.mean), f"{_pct(o.lo)} .. {_pct(o.hi)}"]
         t.add_row(*row)
+    return t
+
+
+def _show(rep, plot: str | None) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from rmc.console import out_console
+    from rmc.edge.evaluate import house_edge
+
+    con = out_console()
+    t = return_table(
+        rep,
+        Text(
+            f"Attacker's expected return per unit staked, {rep.pleins} pleins "
+            f"({rep.source}: learned on {rep.train} spins, tested on {rep.spins - rep.train})"
+        ),
+    )
     con.print(t)
     con.print(f"house edge on a plein: {_pct(house_edge(rep.pleins))}")
     for be in rep.break_even:
