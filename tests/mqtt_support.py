@@ -235,10 +235,14 @@ class ServeProcess:
         self.url = ""
         self.starts = 0
 
+    def argv(self) -> list[str]:
+        """The command that starts the service (a bench may start it otherwise)."""
+        return [sys.executable, "-m", "rmc", "serve", "--config", str(self.config)]
+
     def start(self, timeout: float = 60.0) -> ServeProcess:
         err = open(self.log, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rmc", "serve", "--config", str(self.config)],
+            self.argv(),
             stdout=subprocess.PIPE, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )  # fmt: skip
         err.close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
@@ -13,6 +14,18 @@ from rich.text import Text
 from rmc.console import out_console
 
 _LINK_COMMANDS = ("RESEND", "STATUS")
+
+
+def read_input(trace: str, key_file: str | None) -> tuple[bytes, bytes | None]:
+    """A recording's bytes and the table's key, for `rmc check` and `rmc replay`. A path that
+    cannot be read is a ValueError naming it; a bad key file is the key's own ValueError."""
+    from rmc.keys import read_key
+
+    key = read_key(key_file)
+    try:
+        return Path(trace).read_bytes(), key
+    except OSError as e:
+        raise ValueError(f"cannot read {trace}: {e.strerror or e}") from None
 
 
 def report_json(report: dict, kind: str, trace_errors: list[str]) -> dict:

@@ -29,7 +29,6 @@ import contextlib
 import math
 import os
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -197,24 +196,11 @@ def serve_process(folder: Path, urls: dict[str, str], keys: dict[str, bytes], db
     from mqtt_support import ServeProcess
 
     class Serve(ServeProcess):
-        def start(self, timeout: float = 60.0) -> ServeProcess:
+        def argv(self) -> list[str]:
             if linger is None:
-                return super().start(timeout)
-            from serve_support import _readline
-
-            err = open(self.log, "ab")
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", _LAUNCH, str(linger), "serve", "--config",
-                 str(self.config)],
-                stdout=subprocess.PIPE, stderr=err, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            )  # fmt: skip
-            err.close()
-            line = _readline(self.proc, timeout)
-            if "listening on " not in line:
-                self.proc.kill()
-                raise RuntimeError(f"rmc serve did not start: {line!r}")
-            self.url = line.rsplit("listening on ", 1)[1].strip()
-            return self
+                return super().argv()
+            return [sys.executable, "-c", _LAUNCH, str(linger), "serve", "--config",
+                    str(self.config)]  # fmt: skip
 
     return Serve(folder, urls, keys, db, mqtt, prefix)
 

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from rmc.check_view import report_json, show
+from rmc.check_view import read_input, report_json, show
 from rmc.console import err_console, unusable
-from rmc.keys import read_key
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -34,11 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     err = err_console()
     try:
-        key = read_key(args.key_file)
-        try:
-            data = Path(args.trace).read_bytes()
-        except OSError as e:
-            raise ValueError(f"cannot read {args.trace}: {e.strerror or e}") from None
+        data, key = read_input(args.trace, args.key_file)
         report, kind, _ = check_bytes(data, key)
     except (OSError, ValueError) as e:
         # TraceError is a ValueError: unusable input, as are a bad key file and a bad path.

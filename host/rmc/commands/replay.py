@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -39,18 +38,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rmc.check_view import read_input
     from rmc.checker import check_bytes
     from rmc.console import unusable
-    from rmc.keys import read_key
     from rmc.trace import looks_like_trace, parse_trace
 
     err = err_console()
     try:
-        key = read_key(args.key_file)
-        try:
-            data = Path(args.trace).read_bytes()
-        except OSError as e:
-            raise ValueError(f"cannot read {args.trace}: {e.strerror or e}") from None
+        data, key = read_input(args.trace, args.key_file)
         if not looks_like_trace(data[:65536]):
             raise ValueError("not a trace (a raw capture can be checked with rmc check)")
         trace = parse_trace(data)
