@@ -237,6 +237,8 @@ def test_hung_program_watchdog_and_unheard_ctrl_c(tmp_path):
         "if machine.reset_cause() != machine.WDT_RESET:\n"
         "    with open('hung.txt', 'w') as f:\n"
         "        f.write('yes')\n"
+        "    with open('last.txt', 'w') as f:\n"  # closed right after the first: kept too
+        "        f.write('too')\n"
         "    w = machine.WDT(timeout=1000)\n"
         "    while True:\n"
         "        pass\n"
@@ -245,9 +247,11 @@ def test_hung_program_watchdog_and_unheard_ctrl_c(tmp_path):
         ev = board.wait_event("reset", timeout=20, where=lambda e: e["kind"] == "wdt")
         assert ev is not None
         p = board.mpremote(
-            "exec", "import machine; print(machine.reset_cause(), open('hung.txt').read())"
+            "exec",
+            "import machine; print(machine.reset_cause(), open('hung.txt').read(),"
+            " open('last.txt').read())",
         )
-        assert p.stdout.split() == ["3", "yes"]
+        assert p.stdout.split() == ["3", "yes", "too"]
         # The loop is started through the raw REPL once the board says it is in it (a busy
         # machine delays the board, not the test's bytes). Its "OK" stays in the board's
         # output buffer: the loop never yields to let it out. The bytes mpremote sends next
@@ -258,6 +262,20 @@ def test_hung_program_watchdog_and_unheard_ctrl_c(tmp_path):
         s.close()
         board.mpremote("exec", "print('x')", check=False, timeout=30)  # Ctrl-C unheard: reset
         assert board.wait_event("reset", timeout=20, where=lambda e: e["kind"] == "reset")
+        p = board.mpremote("exec", "print('back')")
+        assert p.stdout.strip() == "back"
+
+
+def test_ctrl_c_right_behind_a_hung_loop_resets_the_board():
+    # The Ctrl-C comes in the same write as the loop: the board reads it with the loop's
+    # text, before the loop runs, and it waits behind the loop as input. Unheard all the same.
+    with VirtualBoard() as board:
+        s = socket.create_connection(("127.0.0.1", board.repl_port))
+        _raw_repl(s)
+        s.sendall(b"while True: pass\x04\r\x03")
+        ev = board.wait_event("reset", timeout=30, where=lambda e: e["kind"] != "soft")
+        s.close()
+        assert ev is not None and ev["kind"] == "reset"
         p = board.mpremote("exec", "print('back')")
         assert p.stdout.strip() == "back"
 

@@ -23,7 +23,7 @@ import fs from "node:fs";
 import path from "node:path";
 import tty from "node:tty";
 import { fileURLToPath } from "node:url";
-import { MessageChannel, Worker } from "node:worker_threads";
+import { MessageChannel, Worker, receiveMessageOnPort } from "node:worker_threads";
 import { MAX_BACKLOG, NCHAN, boardIO, parseRecords, readTrace } from "./board_common.mjs";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -310,9 +310,22 @@ function post(msg) {
 // Bytes go to the worker's port even while it boots (main.py may be running and must see
 // Ctrl-C); only between two workers are they kept here.
 let lastCtrlC = 0;
+// Ctrl-C bytes sent to the current board (those it starts with included), and its count of
+// those it took (`heard`, shared): the hang watch compares the two, not times.
+let ctrlCSent = 0;
+let heard = null;
+function countCtrlC(bytes) {
+  let k = 0;
+  for (const b of bytes) if (b === 3) k++;
+  return k;
+}
 function onReplData(data) {
   if (!powered) return; // nobody listens on a dead board
-  if (data.includes(3)) lastCtrlC = Date.now();
+  const k = countCtrlC(data);
+  if (k) {
+    lastCtrlC = Date.now();
+    ctrlCSent += k;
+  }
   if (mail) post({ type: "in", data: new Uint8Array(data) });
   else pendingIn.push(...data);
 }
@@ -366,9 +379,21 @@ function startBoard(mode) {
   boots++;
   const w = spare || newWorker();
   spare = null;
+  // Flash snapshots come on a port of their own, which the hang watch can drain at once.
+  if (snapPort) snapPort.close();
+  const snaps = new MessageChannel();
+  snapPort = snaps.port1;
+  snaps.port1.on("message", (m) => {
+    if (worker === w) applySnapshot(m);
+  });
+  const heardBuf = new SharedArrayBuffer(4);
+  heard = new Int32Array(heardBuf);
+  ctrlCSent = countCtrlC(pendingIn); // they go with the boot data
   w.postMessage(
     {
       mail: channel.port2,
+      snapPort: snaps.port2,
+      heardBuf,
       sched,
       fs: flash,
       mode,
@@ -377,7 +402,7 @@ function startBoard(mode) {
       pending: Uint8Array.from(pendingIn),
       uart: Uint8Array.from(pendingUart),
     },
-    [channel.port2],
+    [channel.port2, snaps.port2],
   );
   pendingIn = [];
   pendingUart = [];
@@ -400,12 +425,6 @@ function startBoard(mode) {
       if (pendingUart.length) post({ type: "uart", data: Uint8Array.from(pendingUart) });
       pendingIn = [];
       pendingUart = [];
-    } else if (m.type === "snapshot") {
-      flash = m.fs;
-      if (m.asked) {
-        saveFlash();
-        if (snapshotWaiter) snapshotWaiter();
-      }
     } else if (m.type === "event") {
       if (m.event === "sensors") schedPending = null;
       event(m);
@@ -424,6 +443,7 @@ function startBoard(mode) {
   w.on("exit", () => {
     if (worker !== w) return; // ended by a reset: the next board is already starting
     // The interpreter died without a reset (a crash): the board restarts from its flash.
+    drainSnapshots();
     worker = null;
     mail = null;
     ready = false;
@@ -433,6 +453,25 @@ function startBoard(mode) {
     pendingIn = [];
     setTimeout(() => startBoard("power"), 10);
   });
+}
+
+// The flash as the running board last sent it (snapshots: vboard_worker.mjs).
+let snapPort = null;
+function applySnapshot(m) {
+  flash = m.fs;
+  if (m.asked) {
+    saveFlash();
+    if (snapshotWaiter) snapshotWaiter();
+  }
+}
+// Snapshots the current worker posted that this thread has not handled yet, applied in order
+// now: a worker about to be terminated keeps every file it closed, however late the event
+// loop would have delivered them.
+function drainSnapshots() {
+  if (!snapPort) return;
+  for (let r = receiveMessageOnPort(snapPort); r; r = receiveMessageOnPort(snapPort)) {
+    applySnapshot(r.message);
+  }
 }
 
 function onReboot(m) {
@@ -523,9 +562,15 @@ setInterval(() => {
   const stuck = Date.now() - beatSince;
   const wdtMs = Atomics.load(ctrl, 4);
   const wdtFired = wdtMs > 0 && stuck >= Math.max(HANG_MS, wdtMs / Math.max(opts.speed, 1));
-  const unheard = lastCtrlC > beatSince && Date.now() - lastCtrlC >= HANG_MS;
+  // A Ctrl-C the board has not taken (still in its mail, or queued behind the running
+  // program as REPL input), and no bridge call since it came nor for HANG_MS: the program
+  // cannot hear it. Counted, not timed: a Ctrl-C that came just before the tick that saw the
+  // program's last beat counts as well.
+  const unheard =
+    ctrlCSent > Atomics.load(heard, 0) && Date.now() - Math.max(beatSince, lastCtrlC) >= HANG_MS;
   if (!wdtFired && !unheard) return;
   const w = worker;
+  drainSnapshots(); // the files it closed before it hung, in order, before the reset uses them
   log(`interpreter hung for ${stuck} ms (${wdtFired ? "watchdog" : "Ctrl-C unheard"}): reset`);
   if (!wdtFired) send(replClient, "\r\n[vboard: program hung outside time/machine calls; board reset]\r\n");
   worker = null;

@@ -5,7 +5,9 @@
 // Main thread -> worker: messages on `mail` (a MessagePort), read synchronously with
 // receiveMessageOnPort whenever Python calls the bridge or the REPL is idle; `ctrl[MAIL]` is
 // bumped and notified with each one so a blocked worker wakes up (Atomics.wait).
-// Worker -> main thread: parentPort messages (output bytes, UART bytes, reboot, power off).
+// Worker -> main thread: parentPort messages (output bytes, UART bytes, reboot, power off);
+// flash snapshots on a port of their own (`W.snapPort`), which the main thread can drain
+// synchronously before it resets a hung worker (see vboard.mjs, the hang watch).
 //
 // Every reset (soft, watchdog, machine.reset, power cut) ends this worker: the main thread
 // boots the next one with the file system carried over, as a board keeps its flash.
@@ -40,6 +42,10 @@ const WDT_MS = 4;
 const PTY_LINE = 5; // the pty is the REPL line's client (set by the main thread)
 const PTY_QUEUED = 6; // output for the pty the main thread has yet to write
 const cfg = W.config;
+// Ctrl-C bytes this board has taken from its input (as an interrupt, or as a REPL or stdin
+// byte), against the count the main thread sent: one sent and not taken while the interpreter
+// makes no bridge call is a Ctrl-C it cannot hear.
+const heard = new Int32Array(W.heardBuf);
 const TICKS_MASK = 0x3fffffff; // MicroPython's ticks period on a 32-bit port is 2**30
 
 // ---------------------------------------------------------------------------------------
@@ -134,6 +140,19 @@ let seenMail = (Atomics.load(ctrl, MAIL) - 1) | 0;
 const inQ = []; // REPL bytes not yet processed
 const uartQ = []; // frame UART bytes from the host
 let interrupts = 0; // Ctrl-C received while Python was running
+// Input bytes out of the queue, the Ctrl-C among them counted as taken.
+function takeIn(n) {
+  const bytes = inQ.splice(0, n);
+  let k = 0;
+  for (const b of bytes) if (b === 3) k++;
+  if (k) Atomics.add(heard, 0, k);
+  return bytes;
+}
+function takeByte() {
+  const b = inQ.shift();
+  if (b === 3) Atomics.add(heard, 0, 1);
+  return b;
+}
 // The interrupt character, as micropython.kbd_intr() set it (-1: none; mpremote's mount code
 // turns it off while file data flows on stdin, where a 0x03 byte is data).
 function kbdIntr() {
@@ -161,8 +180,10 @@ function checkMail() {
     if (v.type === "in") {
       const ic = busy || booting ? kbdIntr() : -1;
       for (const b of v.data) {
-        if (b === ic) interrupts++;
-        else inQ.push(b);
+        if (b === ic) {
+          interrupts++;
+          if (b === 3) Atomics.add(heard, 0, 1);
+        } else inQ.push(b);
       }
     } else if (v.type === "uart") {
       for (const b of v.data) uartQ.push(b);
@@ -517,11 +538,13 @@ const bridge = {
     fsDirty = true;
     dirtyUntil = performance.now() + 5000;
   },
-  // A file closed, renamed or removed: snapshot now (rate-limited), so that a hang right
-  // after loses nothing the board's flash would keep.
+  // A file closed, renamed or removed: snapshot now, whatever the rate, so that a hang right
+  // after (which the main thread ends by terminating this worker) loses nothing the board's
+  // flash would keep. It is posted before Python goes on; the main thread drains the
+  // snapshot port before it resets a hung board.
   fs_changed: () => {
     fsDirty = true;
-    if (performance.now() - lastSnap > 50) sendSnapshot();
+    sendSnapshot();
   },
   wdt_feed: () => {
     if (wdtTimeout) wdtDeadline = now + wdtTimeout;
@@ -543,7 +566,7 @@ const bridge = {
 function sendSnapshot(asked = false) {
   fsDirty = false;
   lastSnap = performance.now();
-  parentPort.postMessage({ type: "snapshot", asked, fs: snapshotFS() });
+  W.snapPort.postMessage({ type: "snapshot", asked, fs: snapshotFS() });
 }
 const SKIP = new Set(["/dev", "/proc", "/tmp", "/home", "/.vboard"]);
 let FS = null;
@@ -605,10 +628,9 @@ function installStdin() {
       const wdtLeft = promptWatchdog(); // the clock runs on while the program waits
       Atomics.wait(ctrl, MAIL, seenMail, Math.min(wdtLeft, 250));
     }
-    const n = Math.min(length, inQ.length);
-    for (let i = 0; i < n; i++) buffer[offset + i] = inQ[i];
-    inQ.splice(0, n);
-    return n;
+    const bytes = takeIn(Math.min(length, inQ.length));
+    for (let i = 0; i < bytes.length; i++) buffer[offset + i] = bytes[i];
+    return bytes.length;
   };
   ops.poll = () => {
     checkMail();
@@ -747,7 +769,7 @@ function replLoop() {
       Atomics.wait(ctrl, MAIL, seenMail, waitMs);
       continue;
     }
-    const c = inQ.shift();
+    const c = takeByte();
     if (rawMode && pasteState === 0 && c === 5) {
       pasteState = 1; // mpremote asks for raw-paste mode: say we don't support it
       continue;
@@ -768,7 +790,7 @@ function replLoop() {
     pasteState = 0;
     if (pasting) {
       pasteByte(c);
-      while (pasting && inQ.length) pasteByte(inQ.shift()); // the rest that came, at once
+      while (pasting && inQ.length) pasteByte(takeByte()); // the rest that came, at once
       // All that came is taken: grant a new window now rather than when this one is used up.
       // Any byte back carries the TCP acknowledgement, without which the host's Nagle
       // algorithm holds its end-of-data \x04 until the delayed ACK, 40 ms later, at every
