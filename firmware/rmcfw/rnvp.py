@@ -2,19 +2,18 @@
 #
 # The predictor in parts, each a module (docs/firmware.md, "The predictor", has the maths):
 #   rnvp_passes    the spin's pass times and the wheel's model fitted to them
-#   rnvp_wheel     what is known of the wheel: drop speed, drag, friction, timing noise
+#   rnvp_wheel     what is known of the wheel: drop speed, drag, friction, timing noise; and
+#                  that learning as plain data for the power-safe state
 #   rnvp_learn     learning the wheel from a spin that ended
-#   rnvp_store     the learning as plain data for the power-safe state
-#   rnvp_drop      the call counted to the drop (the table's)
 #   rnvp_readings  for a call counted to the last pass: the readings of the spin...
-#   rnvp_call      ... followed ahead pass by pass, and the call chosen from them
+#   rnvp_call      ... followed ahead pass by pass, and the call chosen from them; and the
+#                  call counted to the drop (the table's)
 #   rnvp_maths     the normal distribution, a 4x4 inverse
 # This module holds the Predictor the table uses, which ties them together.
 from math import exp
 
-from rmcfw import rnvp_learn, rnvp_store, ticks
-from rmcfw.rnvp_call import MIN_LAPS, Ahead  # noqa: F401  MIN_LAPS: read by the host
-from rmcfw.rnvp_drop import drop_call
+from rmcfw import rnvp_learn, rnvp_wheel, ticks
+from rmcfw.rnvp_call import MIN_LAPS, Ahead, drop_call  # noqa: F401  MIN_LAPS: read by the host
 from rmcfw.rnvp_passes import Passes
 from rmcfw.rnvp_readings import readings
 from rmcfw.rnvp_wheel import Wheel
@@ -99,6 +98,7 @@ class Predictor:
         """A new spin whose first pass is at t0 (us ticks)."""
         self.t0 = t0
         self.passes.count = 1
+        self.passes.times[0] = 0.0  # a spin of over PASSES passes moved its later ones here
         self.deadline = ticks.add(t0, int(self.limit() * 1e6))
         self.why = WHY_LIMIT
         self.drop_s = None
@@ -176,10 +176,10 @@ class Predictor:
 
 def export(p):
     """What a predictor learned, as plain data for the power-safe state."""
-    return rnvp_store.export(p.wheel)
+    return rnvp_wheel.export(p.wheel)
 
 
 def restore(p, data):
     """Back to what export() gave; ignores data that does not fit (older formats too: what
     they lack starts afresh)."""
-    return rnvp_store.restore(p.wheel, data)
+    return rnvp_wheel.restore(p.wheel, data)

@@ -29,11 +29,7 @@ class Passes:
         self.drag_fit = 1.0
         self._m = [0.0] * 16  # the normal matrix of a fit, then its inverse
         self._y = [0.0] * 4  # its right-hand side
-        # refine()'s rows, one per pass back from the last: the residual of its time, and
-        # its derivatives by w, b and a. Doubles, as exact as the floats put in them.
-        zeros = bytes(8 * PASSES)
-        self._res = array("d", zeros)
-        self._rows = (array("d", zeros), array("d", zeros), array("d", zeros))
+        self._walked = False  # _walk reached the passes asked (the model has them all)
 
     def add(self, s):
         """A pass at s (s from the first); a ball that never slows keeps the latest ones."""
@@ -110,10 +106,9 @@ class Passes:
         for _ in range(4):
             if w <= 0 or a <= 0:
                 return None
-            if not self._walk(a, w, b, k):
-                return None
-            rss = self._lap_sums(k) if lap_noise else self._pass_sums(k)
-            if not self._solve(lam, lam * (b0 - b), lam_a, lam_a * (a0 - a)):
+            rows = self._walk(a, w, b, k)
+            rss = self._lap_sums(rows) if lap_noise else self._pass_sums(rows, k)
+            if not self._walked or not self._solve(lam, lam * (b0 - b), lam_a, lam_a * (a0 - a)):
                 return None
             y = self._y
             w += m[0] * y[0] + m[1] * y[1] + m[2] * y[2] + m[3] * y[3]
@@ -138,10 +133,11 @@ class Passes:
     def _walk(self, a, w, b, k):
         """The model's pass times from the last pass back k passes, from speed^2 w at the
         last one: each earlier pass had v = (v_next + b)/a, and the lap between took
-        2/(sqrt v + sqrt v_next). Fills the rows: each pass time's residual and its
-        derivatives by (w, b, a). False where the model has no such pass."""
-        res = self._res
-        rw, rb, ra = self._rows
+        2/(sqrt v + sqrt v_next). Yields a row for each pass, last first: its time's
+        residual and its derivatives by (w, b, a). Rows are made as they are summed, so that
+        none is kept. _walked tells, once it is over, whether the model had every pass: it
+        stops short where it has no such pass."""
+        self._walked = False
         inv = 1.0 / a
         v = w
         tau = 0.0  # model time of pass last-j, relative to the last pass
@@ -152,14 +148,11 @@ class Passes:
         last = self.count - 1
         y0 = times[last]
         for j in range(k + 1):
-            res[j] = (times[last - j] - y0) - tau
-            rw[j] = dw
-            rb[j] = db
-            ra[j] = da
+            yield (times[last - j] - y0) - tau, dw, db, da
             # one pass further back
             vp = (v + b) * inv
             if vp <= 0:
-                return False
+                return
             sv = sqrt(vp)
             sn = sqrt(v)
             q = 1.0 / ((sv + sn) * (sv + sn))
@@ -175,23 +168,17 @@ class Passes:
             gw = gwp
             gb = gbp
             ga = gap
-        return True
+        self._walked = True
 
-    def _pass_sums(self, k):
+    def _pass_sums(self, rows, k):
         """The error is on each pass (sensors, video frames): the normal equations of the
         k+1 pass rows, in (dw, db, da, d_offset), into _m (upper triangle) and _y. Returns
         the residual sum of squares."""
-        res = self._res
-        rw, rb, ra = self._rows
         sww = swb = swa = sbb = sba = saa = 0.0  # sums of the gradients' products
         sw = sb = sa = 0.0  # ... and of the gradients: the offset's column
         yw = yb = ya = yo = 0.0  # the gradients times the residuals
         rss = 0.0
-        for j in range(k + 1):
-            r = res[j]
-            gw = rw[j]
-            gb = rb[j]
-            ga = ra[j]
+        for r, gw, gb, ga in rows:
             sww += gw * gw
             swb += gw * gb
             swa += gw * ga
@@ -215,30 +202,33 @@ class Passes:
         self._y[3] = yo
         return rss
 
-    def _lap_sums(self, k):
+    def _lap_sums(self, rows):
         """The error is on each lap (laps clocked one by one, so the passes drift): the
-        normal equations of the k lap rows, each the difference of the two pass rows around
+        normal equations of the lap rows, each the difference of the two pass rows around
         it, in (dw, db, da) with no offset. Returns the residual sum of squares."""
-        res = self._res
-        rw, rb, ra = self._rows
         sww = swb = swa = sbb = sba = saa = 0.0
         yw = yb = ya = 0.0
         rss = 0.0
-        for j in range(k):
-            r = res[j] - res[j + 1]
-            gw = rw[j] - rw[j + 1]
-            gb = rb[j] - rb[j + 1]
-            ga = ra[j] - ra[j + 1]
+        rp, pw, pb, pa = next(rows)  # the pass after the lap (rows go back in time)
+        for r, dw, db, da in rows:
+            x = rp - r
+            gw = pw - dw
+            gb = pb - db
+            ga = pa - da
             sww += gw * gw
             swb += gw * gb
             swa += gw * ga
             sbb += gb * gb
             sba += gb * ga
             saa += ga * ga
-            yw += gw * r
-            yb += gb * r
-            ya += ga * r
-            rss += r * r
+            yw += gw * x
+            yb += gb * x
+            ya += ga * x
+            rss += x * x
+            rp = r
+            pw = dw
+            pb = db
+            pa = da
         self._set(sww, swb, swa, sbb, sba, saa, yw, yb, ya)
         m = self._m
         m[3] = m[7] = m[11] = self._y[3] = 0.0  # no offset: its row says d_offset = 0

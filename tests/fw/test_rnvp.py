@@ -405,6 +405,31 @@ def test_no_prediction_for_a_ball_not_slowing():
     assert ticks.diff(p.deadline, t) == 1_400_000
 
 
+def test_a_spin_of_more_than_64_passes_leaves_nothing_stale():
+    # A ball that never slows keeps the latest 64 passes: they move down, and the first of
+    # them (the spin's first pass, at 0 s) goes. The next spin starts from its own first
+    # pass: it is called as by a predictor that learned the same but never saw that spin.
+    p = rnvp.Predictor()
+    p.reset(0)
+    for i in range(1, 71):
+        p.lap(i * 600_000)
+    assert p.passes.times[0] > 0  # the first pass was let go
+    p.learn_drop()
+    fresh = rnvp.Predictor()
+    assert rnvp.restore(fresh, rnvp.export(p))
+    t = lapgen.Wheel(lapgen.Rng(5), 1.1).spin(noise_s=0.01)
+    calls = []
+    for q in (p, fresh):
+        us = [int(x * 1e6) for x in t]
+        q.reset(us[0])
+        seen = [q.deadline]
+        for x in us[1:]:
+            seen.append(q.lap(x))
+        calls.append(seen)
+    assert calls[0] == calls[1], calls
+    assert p.passes.times[0] == 0.0
+
+
 def test_odd_spins_teach_nothing_and_never_crash():
     p = rnvp.Predictor()
     for laps in ((0.6, 0.6, 0.6, 0.6, 0.6), (0.6, 0.9, 0.6, 1.5, 0.5, 2.0), (3.0, 0.1, 3.0, 0.1)):

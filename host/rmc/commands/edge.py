@@ -97,51 +97,16 @@ def _check(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     from rmc.console import fail
 
-    why = _check(args)
+    why = _check(args) or _check_plot(args.plot)
     if why:
         return fail("edge", why)
-    if args.plot:
-        from rmc.edge.plots import check_path
-        from rmc.outfile import OutputError, check
-
-        try:
-            check_path(args.plot)
-            check(args.plot)  # a bad path costs no measurement
-        except ValueError as e:
-            return fail("edge", str(e))
-        except OutputError as e:
-            return fail("edge", str(e))
-    from rmc.edge.observe import ObserveError
-    from rmc.edge.sources import from_sim, from_traces, parse_sim_spec
-    from rmc.trace import TraceError
-
-    try:
-        if args.sim is not None:
-            src = from_sim(*parse_sim_spec(args.sim))
-        else:
-            src = from_traces(args.traces)
-    except (ObserveError, TraceError, ValueError) as e:
-        return fail("edge", str(e))
-    except OSError as e:
-        return fail("edge", f"cannot read: {e.strerror or e}")
-    for w in src.warnings:
-        from rich.text import Text
-
-        from rmc.console import err_console
-
-        err_console().print(Text(f"rmc edge: warning: {w}", style="yellow"))
-    n = len(src.spins)
-    from rmc.edge.report import default_train
-
-    train = default_train(n) if args.train is None else args.train
-    if train >= n:
-        return fail(
-            "edge",
-            f"--train {train}: the input has {n} valid spin{'s' * (n != 1)}; "
-            "at least one must be left to test on",
-        )
-    if n < 4:
-        return fail("edge", f"{n} valid spin{'s' * (n != 1)}: too few to learn and test on")
+    src, why = _read_source(args)
+    if why:
+        return fail("edge", why)
+    _warn(src.warnings)
+    train, why = _train(args.train, len(src.spins))
+    if why:
+        return fail("edge", why)
     calls = _calls(args, src)
     from rmc.edge.report import measure
 
@@ -160,22 +125,89 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         return fail("edge", str(e))
     if args.plot:
-        from pathlib import Path
-
-        from rmc.edge.plots import plot_report
-        from rmc.outfile import OutputError, replacing
-
-        try:
-            with replacing(args.plot) as tmp:
-                plot_report(rep, tmp, Path(args.plot).suffix.lower().lstrip("."))
-        except OutputError as e:
-            return fail("edge", str(e))
+        why = _plot(rep, args.plot)
+        if why:
+            return fail("edge", why)
     if args.json:
         sys.stdout.write(json.dumps(rep.as_dict()))
         sys.stdout.write("\n")
         return 0
     _show(rep, args.plot)
     return 0
+
+
+def _check_plot(path: str | None) -> str | None:
+    """The reason the plot's path is refused, or None: a bad path costs no measurement."""
+    if not path:
+        return None
+    from rmc.edge.plots import check_path
+    from rmc.outfile import OutputError, check
+
+    try:
+        check_path(path)
+        check(path)
+    except (ValueError, OutputError) as e:
+        return str(e)
+    return None
+
+
+def _read_source(args: argparse.Namespace):
+    """(the spins to measure, None), or (None, the reason they cannot be read)."""
+    from rmc.edge.observe import ObserveError
+    from rmc.edge.sources import from_sim, from_traces, parse_sim_spec
+    from rmc.trace import TraceError
+
+    try:
+        if args.sim is not None:
+            return from_sim(*parse_sim_spec(args.sim)), None
+        return from_traces(args.traces), None
+    except (ObserveError, TraceError, ValueError) as e:
+        return None, str(e)
+    except OSError as e:
+        return None, f"cannot read: {e.strerror or e}"
+
+
+def _warn(warnings: list[str]) -> None:
+    """The source's warnings, on stderr, printed literally."""
+    if not warnings:
+        return
+    from rich.text import Text
+
+    from rmc.console import err_console
+
+    for w in warnings:
+        err_console().print(Text(f"rmc edge: warning: {w}", style="yellow"))
+
+
+def _train(asked: int | None, n: int) -> tuple[int, str | None]:
+    """(the spins to learn from, None), or (that count, the reason n spins cannot be split
+    so)."""
+    from rmc.edge.report import default_train
+
+    train = default_train(n) if asked is None else asked
+    if train >= n:
+        return train, (
+            f"--train {train}: the input has {n} valid spin{'s' * (n != 1)}; "
+            "at least one must be left to test on"
+        )
+    if n < 4:
+        return train, f"{n} valid spin{'s' * (n != 1)}: too few to learn and test on"
+    return train, None
+
+
+def _plot(rep, path: str) -> str | None:
+    """Draw the report's figure into path (replaced whole); the reason it failed, or None."""
+    from pathlib import Path
+
+    from rmc.edge.plots import plot_report
+    from rmc.outfile import OutputError, replacing
+
+    try:
+        with replacing(path) as tmp:
+            plot_report(rep, tmp, Path(path).suffix.lower().lstrip("."))
+    except OutputError as e:
+        return str(e)
+    return None
 
 
 def _calls(args: argparse.Namespace, src) -> dict[str, dict[int, float]]:
@@ -220,7 +252,6 @@ def return_table(rep, title):
 
 
 def _show(rep, plot: str | None) -> None:
-    from rich.table import Table
     from rich.text import Text
 
     from rmc.console import out_console
@@ -237,41 +268,57 @@ def _show(rep, plot: str | None) -> None:
     con.print(t)
     con.print(f"house edge on a plein: {_pct(house_edge(rep.pleins))}")
     for be in rep.break_even:
-        if be.point_s is None:
-            pt = "stays above 0 at the longest lead measured"
-        else:
-            pt = f"crosses 0 at {be.point_s:.2f} s"
-        if be.ci_s is None:
-            ci = "its upper 95 % bound is below 0 at no lead measured"
-        else:
-            ci = f"its upper 95 % bound is below 0 from {be.ci_s:g} s (the return below 0 beyond)"
-        con.print(f"break-even at {be.noise_ms:g} ms: the return {pt}; {ci}")
+        con.print(_break_even_line(be))
     if rep.calls or rep.defences:
-        t2 = Table(title=Text("Other cuts"))
-        for col in ("cut", "noise ms", "median lead s", "return", "95 % CI"):
-            t2.add_column(col, justify="right")
-        for o in [*rep.calls, *rep.defences]:
-            t2.add_row(
-                Text(o.cut),
-                f"{o.noise_ms:g}",
-                f"{o.lead_s:.2f}",
-                _pct(o.mean),
-                f"{_pct(o.lo)} .. {_pct(o.hi)}",
-            )
-        con.print(t2)
-    r = rep.recommendation
+        con.print(_other_cuts_table([*rep.calls, *rep.defences]))
+    con.print(_recommendation_line(rep.recommendation))
+    if plot:
+        con.print(Text(f"plot: {plot}"))
+
+
+def _break_even_line(be) -> str:
+    """Where the return crosses 0 at one noise, and where its upper bound is below 0."""
+    if be.point_s is None:
+        pt = "stays above 0 at the longest lead measured"
+    else:
+        pt = f"crosses 0 at {be.point_s:.2f} s"
+    if be.ci_s is None:
+        ci = "its upper 95 % bound is below 0 at no lead measured"
+    else:
+        ci = f"its upper 95 % bound is below 0 from {be.ci_s:g} s (the return below 0 beyond)"
+    return f"break-even at {be.noise_ms:g} ms: the return {pt}; {ci}"
+
+
+def _other_cuts_table(outcomes):
+    """The calls' and the defences' outcomes: a rich Table (cut names printed literally)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=Text("Other cuts"))
+    for col in ("cut", "noise ms", "median lead s", "return", "95 % CI"):
+        t.add_column(col, justify="right")
+    for o in outcomes:
+        t.add_row(
+            Text(o.cut),
+            f"{o.noise_ms:g}",
+            f"{o.lead_s:.2f}",
+            _pct(o.mean),
+            f"{_pct(o.lo)} .. {_pct(o.hi)}",
+        )
+    return t
+
+
+def _recommendation_line(r) -> str:
+    """The lead recommended, in seconds and revolutions, or why there is none."""
     if r.lead_s is None:
-        con.print(
+        return (
             f"no lead measured holds the bound ({r.bound}): measure longer leads, or more "
             "spins (the interval narrows as their square root)"
         )
-    else:
-        revs = "no lead in revolutions measured holds it"
-        if r.lead_revs is not None:
-            revs = f"or {r.lead_revs} revolution{'s' * (r.lead_revs != 1)} before the last pass"
-        con.print(
-            f"recommended lead: {r.lead_s:g} s (the ball runs a median {r.laps_in_lead:g} laps "
-            f"in it), {revs}; bound: {r.bound}"
-        )
-    if plot:
-        con.print(Text(f"plot: {plot}"))
+    revs = "no lead in revolutions measured holds it"
+    if r.lead_revs is not None:
+        revs = f"or {r.lead_revs} revolution{'s' * (r.lead_revs != 1)} before the last pass"
+    return (
+        f"recommended lead: {r.lead_s:g} s (the ball runs a median {r.laps_in_lead:g} laps "
+        f"in it), {revs}; bound: {r.bound}"
+    )

@@ -15,13 +15,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from rmc.edge.observe import TWO_PI, Geometry, ObserveError, SpinObs
-from rmc.frames import FrameError, decode
+from rmc.frames import Frame, FrameError, decode
 
 DROP_AFTER_LAST = 0.5  # the drop, in laps (the last one's length) after the last pass
 
@@ -31,85 +31,112 @@ def spins_from_frames(
 ) -> tuple[list[SpinObs], int]:
     """(the valid spins of a recording's frame lines, how many REV frames it held)."""
     pockets = [str(x) for x in wheel["pockets"]]
+    spins, revs = _spin_records(lines)
+    if not spins and not revs:
+        raise ObserveError("no LAUNCH or REV frames: the trace holds no ball passes")
+    out: list[SpinObs] = []
+    for (_, n), s in spins.items():
+        o = _spin_obs(n, s, pockets, geo)
+        if o is not None:
+            out.append(o)
+    return out, revs
+
+
+def _frames(lines: Sequence[bytes]) -> Iterator[tuple[Frame, dict[str, str]]]:
+    """(frame, its fields) for each frame the lines decode to, each (boot, seq) once;
+    lines that do not decode or whose fields do not read, and sequence 0, are left out."""
     seen: set[tuple[int, int]] = set()
-    spins: dict[tuple[int, int], dict[str, Any]] = {}
-    revs = 0
     for line in lines:
         try:
             f = decode(line[line.find(b"$") :] if b"$" in line else line)
-            fields = f.fields
+            fields = f.fields  # parsed at each use: read once
         except (FrameError, ValueError):
             continue
         if f.seq == 0 or (f.boot, f.seq) in seen:
             continue
         seen.add((f.boot, f.seq))
-        ms = f.ms
+        yield f, fields
+
+
+def _spin_records(lines: Sequence[bytes]) -> tuple[dict[tuple[int, int], dict[str, Any]], int]:
+    """Each spin's record by (boot, spin), from the frames that name their spin, and how
+    many REV frames the spins held."""
+    spins: dict[tuple[int, int], dict[str, Any]] = {}
+    revs = 0
+    for f, fields in _frames(lines):
         spin = fields.get("spin")
         if spin is None or not spin.isdigit():
             continue
         key = (f.boot, int(spin))
-        s = spins.get(key)
-        if f.type == "STAT":
-            rotor = fields.get("rotor_ms", "")
-            if s is not None and rotor.isdigit() and int(rotor) > 0:
-                s["stats"].append((ms / 1000.0, int(rotor) / 1000.0))
-            continue
         if f.type == "LAUNCH":
-            spins[key] = {
-                "launch_ms": ms,
-                "bdir": fields.get("bdir"),
-                "rdir": fields.get("rdir"),
-                "under": fields.get("under"),
-                "stats": [],
-                "periods": [],
-                "void": "void" in fields,
-            }
-        elif s is None:
-            continue
-        elif f.type == "REV":
-            revs += 1
-            try:
-                s["periods"].append(int(fields["period_us"]))
-            except (KeyError, ValueError):
-                s["void"] = True
-        elif f.type == "RNVP":
-            s.setdefault("call_ms", ms)
-        elif f.type == "VOID":
+            spins[key] = _launch_record(f.ms, fields)
+        elif key in spins:
+            revs += _add_frame(spins[key], f.type, f.ms, fields)
+    return spins, revs
+
+
+def _launch_record(ms: int, fields: dict[str, str]) -> dict[str, Any]:
+    """A spin's record as its LAUNCH frame (sent at ms) opens it."""
+    return {
+        "launch_ms": ms,
+        "bdir": fields.get("bdir"),
+        "rdir": fields.get("rdir"),
+        "under": fields.get("under"),
+        "stats": [],
+        "periods": [],
+        "void": "void" in fields,
+    }
+
+
+def _add_frame(s: dict[str, Any], ftype: str, ms: int, fields: dict[str, str]) -> int:
+    """A later frame of the spin s (its type, ms and fields) into its record; 1 for a REV
+    frame, else 0."""
+    if ftype == "STAT":
+        rotor = fields.get("rotor_ms", "")
+        if rotor.isdigit() and int(rotor) > 0:
+            s["stats"].append((ms / 1000.0, int(rotor) / 1000.0))
+    elif ftype == "REV":
+        try:
+            s["periods"].append(int(fields["period_us"]))
+        except (KeyError, ValueError):
             s["void"] = True
-        elif f.type == "RES":
-            s["num"] = fields.get("num")
-    out: list[SpinObs] = []
-    for (_, n), s in spins.items():
-        if s["void"] or s.get("num") not in pockets or s["under"] not in pockets:
-            continue
-        if s["bdir"] not in ("cw", "ccw") or s["rdir"] not in ("cw", "ccw"):
-            continue
-        if not s["stats"] or len(s["periods"]) < 2:
-            continue
-        t0 = s["launch_ms"] / 1000.0
-        passes = t0 + np.concatenate([[0.0], np.cumsum(s["periods"]) / 1e6])
-        last = s["periods"][-1] / 1e6
-        drop = float(passes[-1]) + DROP_AFTER_LAST * last
-        rdir = 1 if s["rdir"] == "cw" else -1
-        # the rotor at the first pass: the pocket under sensor A, to half a pocket
-        phi0 = geo.ball_rad - pockets.index(s["under"]) * geo.pocket_rad
-        marks = _marks(s["stats"], t0, drop, phi0, geo.mark_rad, rdir)
-        out.append(
-            SpinObs(
-                spin=n,
-                ball_dir=1 if s["bdir"] == "cw" else -1,
-                rotor_dir=rdir,
-                launch_s=t0,
-                passes=passes,
-                marks=marks,
-                drop_s=drop,
-                result=pockets.index(s["num"]),
-                call_s=s["call_ms"] / 1000.0 if "call_ms" in s else None,
-            )
-        )
-    if not spins and not revs:
-        raise ObserveError("no LAUNCH or REV frames: the trace holds no ball passes")
-    return out, revs
+        return 1
+    elif ftype == "RNVP":
+        s.setdefault("call_ms", ms)
+    elif ftype == "VOID":
+        s["void"] = True
+    elif ftype == "RES":
+        s["num"] = fields.get("num")
+    return 0
+
+
+def _spin_obs(n: int, s: dict[str, Any], pockets: list[str], geo: Geometry) -> SpinObs | None:
+    """Spin n's observations from its record, or None for a spin left out: void, without
+    a known result or direction, or without its rotor periods or two laps."""
+    if s["void"] or s.get("num") not in pockets or s["under"] not in pockets:
+        return None
+    if s["bdir"] not in ("cw", "ccw") or s["rdir"] not in ("cw", "ccw"):
+        return None
+    if not s["stats"] or len(s["periods"]) < 2:
+        return None
+    t0 = s["launch_ms"] / 1000.0
+    passes = t0 + np.concatenate([[0.0], np.cumsum(s["periods"]) / 1e6])
+    last = s["periods"][-1] / 1e6
+    drop = float(passes[-1]) + DROP_AFTER_LAST * last
+    rdir = 1 if s["rdir"] == "cw" else -1
+    # the rotor at the first pass: the pocket under sensor A, to half a pocket
+    phi0 = geo.ball_rad - pockets.index(s["under"]) * geo.pocket_rad
+    return SpinObs(
+        spin=n,
+        ball_dir=1 if s["bdir"] == "cw" else -1,
+        rotor_dir=rdir,
+        launch_s=t0,
+        passes=passes,
+        marks=_marks(s["stats"], t0, drop, phi0, geo.mark_rad, rdir),
+        drop_s=drop,
+        result=pockets.index(s["num"]),
+        call_s=s["call_ms"] / 1000.0 if "call_ms" in s else None,
+    )
 
 
 def _marks(

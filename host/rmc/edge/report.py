@@ -117,29 +117,10 @@ def measure(
     attackers = {nz: Attacker(spins, geo, nz, n_train, seed) for nz in noises}
     if bound_noise_ms not in attackers:
         attackers[bound_noise_ms] = Attacker(spins, geo, bound_noise_ms, n_train, seed)
-    table: list[Outcome] = []
-    bes: list[BreakEven] = []
-    for nz in noises:
-        outs = [attackers[nz].run(Cut("lead", lead), pleins) for lead in leads]
-        table += outs
-        bes.append(break_even(leads, outs))
+    table, bes = _lead_table(attackers, leads, noises, pleins)
     bound = attackers[bound_noise_ms]
-    at_bound = [o for o in table if o.noise_ms == bound_noise_ms] or [
-        bound.run(Cut("lead", lead), pleins) for lead in leads
-    ]
-    lead_s = first_safe(leads, at_bound)
-    laps = None
-    if lead_s is not None:
-        laps = next(o.lead_revs for o in at_bound if o.value == lead_s)
     revs_out = [bound.run(Cut("revs", r), pleins) for r in REVS]
-    safe_r = first_safe(list(REVS), revs_out)
-    rec = Recommendation(
-        noise_ms=bound_noise_ms,
-        lead_s=lead_s,
-        lead_revs=None if safe_r is None else int(safe_r),
-        laps_in_lead=laps,
-        bound=f"upper 95 % bound of the return below 0 at {bound_noise_ms:g} ms clocking",
-    )
+    rec = _recommend(bound, table, leads, revs_out, pleins, bound_noise_ms)
     call_outs: list[Outcome] = []
     for name, per_spin in (calls or {}).items():
         for nz in noises:
@@ -160,4 +141,48 @@ def measure(
         recommendation=rec,
         calls=call_outs,
         defences=extra,
+    )
+
+
+def _lead_table(
+    attackers: Mapping[float, Attacker],
+    leads: Sequence[float],
+    noises: Sequence[float],
+    pleins: int,
+) -> tuple[list[Outcome], list[BreakEven]]:
+    """The outcomes by noise (outer) and lead (inner), and each noise's break-even leads."""
+    table: list[Outcome] = []
+    bes: list[BreakEven] = []
+    for nz in noises:
+        outs = [attackers[nz].run(Cut("lead", lead), pleins) for lead in leads]
+        table += outs
+        bes.append(break_even(leads, outs))
+    return table, bes
+
+
+def _recommend(
+    bound: Attacker,
+    table: Sequence[Outcome],
+    leads: Sequence[float],
+    revs_out: Sequence[Outcome],
+    pleins: int,
+    bound_noise_ms: float,
+) -> Recommendation:
+    """The lead, in seconds and in revolutions (revs_out: the REVS cuts at the bound's
+    noise), that holds the bound at the bound's noise; the table's leads at that noise
+    are measured there if the table has none."""
+    at_bound = [o for o in table if o.noise_ms == bound_noise_ms] or [
+        bound.run(Cut("lead", lead), pleins) for lead in leads
+    ]
+    lead_s = first_safe(leads, at_bound)
+    laps = None
+    if lead_s is not None:
+        laps = next(o.lead_revs for o in at_bound if o.value == lead_s)
+    safe_r = first_safe(list(REVS), revs_out)
+    return Recommendation(
+        noise_ms=bound_noise_ms,
+        lead_s=lead_s,
+        lead_revs=None if safe_r is None else int(safe_r),
+        laps_in_lead=laps,
+        bound=f"upper 95 % bound of the return below 0 at {bound_noise_ms:g} ms clocking",
     )
