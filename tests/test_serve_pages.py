@@ -198,17 +198,21 @@ class Rig:
         self.viewport(ROOM)
 
 
-def login(rig: Rig, page: str, token_file: str | None, token: str | None = None) -> str:
-    """Open `page` in its window, give the token; the login form's message (empty if in)."""
+def login(
+    rig: Rig, page: str, token_file: str | None, token: str | None = None, base: str = ""
+) -> str:
+    """Open `page` in its window (of the service at `base`, else through the relay), give the
+    token; the login form's message (empty if in)."""
     from selenium.webdriver.common.by import By
 
     rig.page(page)
     d = rig.driver
+    base = base or rig.relay.url
     # this tab's token from a login before, forgotten on a page of the same origin that
     # does not use it (the page itself would store it again once its check came back)
-    d.get(f"{rig.relay.url}/api/health")
+    d.get(f"{base}/api/health")
     d.execute_script("sessionStorage.clear()")
-    d.get(f"{rig.relay.url}/{page}/{TABLE}")
+    d.get(f"{base}/{page}/{TABLE}")
     shown = "const f = document.getElementById('login'); return !!f && !f.hidden"
     try:
         wait_for(lambda: d.execute_script(shown), 30, "the login form")
@@ -583,7 +587,31 @@ def test_the_engineer_sees_the_last_spin_its_laps_and_its_call(rig):
     assert logged > 10
     # the frames came live on its stream, while the session was played (not only its tail)
     assert probe(rig, "engineer")["frames"] > 100
+    # the ball among the pockets (HOP frames): the last one the resting pocket, and none lit
+    # as bouncing once the result is in
+    hops = [f for f in rec["frames"] if f["type"] == proto.T_HOP]
+    assert hops and hops[-1]["line"].split(",lit=")[1].split("*")[0].split("#")[0] == result
+    assert rig.js("engineer", "return document.querySelectorAll('#wheel path.hop').length") == 0
     rig.shot("engineer.png", "engineer")
+
+
+def test_the_engineer_saw_the_pockets_lit_as_the_ball_bounced(rig):
+    """During the live spins, each HOP frame heard on the stream lit its pockets on the wheel
+    at once, in the spin's bounce (between its DROP and its result)."""
+    heard = probe(rig, "engineer")["hops"]
+    lit = [h for h in heard if h["lit"] and h["shown"] == h["lit"]]
+    assert lit, heard[-20:]
+    assert all(set(h["lit"]) <= set(numbers.NUMBERS) for h in heard)
+    spins = {h["spin"] for h in lit}
+    assert len(spins) >= 3, spins  # live: spins 1-3 and 10-12 at least
+    n_hops = {}
+    for spin in spins:
+        rec = rig.api().get(f"/api/tables/{TABLE}/spins/{spin}")
+        types = [f["type"] for f in rec["frames"]]
+        n_hops[spin] = types.count(proto.T_HOP)
+        first, last = types.index(proto.T_HOP), len(types) - types[::-1].index(proto.T_HOP) - 1
+        assert types.index(proto.T_DROP) < first and last < types.index(proto.T_RESULT), types
+    print(f"\nHOP frames per live spin: {n_hops}; {len(lit)} heard lit a pocket at once")
 
 
 def test_a_recorded_night_replays_on_the_same_pages(rig, tmp_path):
@@ -642,6 +670,66 @@ def test_a_recorded_night_replays_on_the_same_pages(rig, tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
     assert proc.returncode == 0
+
+
+HOP_JS = "return [...document.querySelectorAll('#wheel path.hop')].map(p => p.dataset.result)"
+
+
+def test_a_replay_stopped_in_a_bounce_shows_the_pockets_lit(rig, tmp_path):
+    """`rmc serve --replay TRACE` of a night cut during the last spin's bounce: the engineer's
+    wheel lights the pockets of its last HOP frame, as the live view did."""
+    trace = tmp_path / "night.jsonl"
+    db = f"sqlite:///{rig.tmp / 'rmc.db'}"
+    assert rmc("export", "--db", db, "--table", TABLE, "-o", str(trace)).returncode == 0
+    records = [json.loads(x) for x in trace.read_text().splitlines() if x.strip()]
+    frames = [(i, r) for i, r in enumerate(records) if r.get("kind") == "frame"]
+    hops = [(i, r["line"]) for i, r in frames if f",{proto.T_HOP}," in r["line"]]
+    lit = [(i, x) for i, x in hops if ",lit=-" not in x]
+    assert lit, "no HOP lighting a pocket in the night"
+    cut, line = lit[-1]
+    want = line.split(",lit=")[1].split("*")[0].split("#")[0].split(";")
+    spin = int(line.split(",spin=")[1].split(",")[0])
+    cut_trace = tmp_path / "bounce.jsonl"
+    cut_trace.write_text("".join(json.dumps(r) + "\n" for r in records[: cut + 1]))
+    cfg = tmp_path / "ops.toml"
+    cfg.write_text(rig.served.tokens.operators_toml())
+    err = open(tmp_path / "replay.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmc", "serve", "--replay", str(cut_trace), "--speed", "0",
+         "--config", str(cfg), "--http", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    err.close()
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert "listening on " in first, (first, (tmp_path / "replay.log").read_text())
+        url = first.rsplit("listening on ", 1)[1].strip()
+        replay = Client.from_token_file(url, rig.served.tokens.names["engineer"])
+        view = wait_for(
+            lambda: (
+                (v := replay.get(f"/api/tables/{TABLE}/live")["spin"])
+                and v["spin"] == spin
+                and v["hop"]
+                and v
+            ),
+            60,
+            "the replayed bounce",
+        )
+        assert view["spin"] == spin and view["outcome"] is None and view["hop"]["lit"] == want
+        assert login(rig, "engineer", rig.served.tokens.names["engineer"], base=url) == ""
+        shown = wait_for(
+            lambda: rig.js("engineer", HOP_JS) or None,
+            60,
+            "the pockets lit on the replay's wheel",
+        )
+        assert shown == [p["result"] for p in pages.wheel()["pockets"] if p["result"] in want]
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def test_an_engineer_sets_a_threshold_and_a_chef_forces_a_close(rig):

@@ -584,3 +584,12 @@ def test_a_second_session_opened_over_an_open_or_unlocked_one():
     s.emit(proto.T_SESSION_CLOSE, ("chef", "c", "session", 1, "spins", 3))  # no LID after it
     s.table.open()
     assert s.rules() == ["lid_not_locked"]
+
+
+def test_hop_outside_the_bounce():
+    # HOP in its place (tests/test_wire_hop.py has each way out of it)
+    s = Script()
+    s.table.open()
+    s.table.play()
+    s.emit(proto.T_HOP, ("spin", 1, "lit", "17"))  # after the spin's result
+    assert s.rules() == ["hop_outside_bounce"]

@@ -9,7 +9,8 @@
 #
 # The grammar is defined here once (docs/protocol.md, "Lines"): the bytes a value escapes
 # (SEPARATORS and unsafe()), a table id (is_table, TABLE_MAX), a name or a value (is_token),
-# an escape (unescape), a number (number, NUMBER_DIGITS, U32). The host's faster decoder,
+# an escape (unescape), a number (number, NUMBER_DIGITS, U32), a list of pockets in one value
+# (pocket_list, pocket_labels: HOP's lit). The host's faster decoder,
 # rmc.frames, builds its checks from these, and a differential fuzz test holds both decoders
 # to the same lines.
 import binascii
@@ -443,6 +444,30 @@ def _same(a, b):
     for i in range(len(a)):
         d |= a[i] ^ b[i]
     return d == 0
+
+
+LIST_SEP = ";"  # the items of a list in one value (HOP's lit; RECALL's games, RESEND's only)
+NO_POCKET = "-"  # a pocket field naming none (HOP's lit, LAUNCH's and DROP's under)
+
+
+def pocket_list(labels):
+    """HOP's `lit`: pocket labels (in channel order) joined by LIST_SEP; NO_POCKET for none."""
+    return LIST_SEP.join(labels) if labels else NO_POCKET
+
+
+def pocket_labels(text):
+    """The labels of a pocket list (pocket_list's one spelling): [] for NO_POCKET; FrameError
+    for an empty item or a label twice. Whether each is a pocket of the game is the reader's
+    to check (rmcfw.numbers)."""
+    if text == NO_POCKET:
+        return []
+    items = text.split(LIST_SEP)
+    for i in range(len(items)):
+        if not items[i] or items[i] == NO_POCKET:
+            raise FrameError("bad pocket list")
+        if items[i] in items[:i]:
+            raise FrameError("pocket twice in a list")
+    return items
 
 
 def wheel_id(labels):

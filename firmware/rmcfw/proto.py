@@ -16,6 +16,9 @@ T_LAUNCH = "LAUNCH"  # spin, rdir (rotor direction), bdir (ball direction)
 T_REV = "REV"  # spin, n (revolution count), period_us
 T_RNVP = "RNVP"  # spin, drop_ms (predicted drop, firmware ms clock), lead_ms, why (fit|limit)
 T_DROP = "DROP"  # spin, revs
+# spin, lit (the pockets held now, ";"-joined labels in channel order, "-" none: rmcfw.frames
+# .pocket_list): the ball among the pockets, from its DROP to the frame that ends the spin
+T_HOP = "HOP"
 T_RESULT = "RES"  # spin, num, colour, parity, half (manque/passe; "-" for green)
 T_VOID = "VOID"  # spin, reason (V_* below)
 T_INCIDENT = "INC"  # spin, step (start|ball_back|relaunch|ignored), state (ignored: the state)

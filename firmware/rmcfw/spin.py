@@ -16,7 +16,7 @@
 # Frames go out through emit(type, (k1, v1, k2, v2, ...)), the wire's Wire.emit signature.
 from micropython import const
 
-from rmcfw import changes, commands, numbers, proto, ticks
+from rmcfw import changes, commands, frames, numbers, proto, ticks
 
 CW = "cw"
 CCW = "ccw"
@@ -24,6 +24,10 @@ WHY_DROP = "drop"  # RNVP: the ball dropped before the predictor called (should 
 WHY_INCIDENT = "incident"  # RNVP: an incident stopped the game
 WHY_POWER = "power"  # RNVP: the firmware restarted during a spin
 _ROTOR_ERRORS = const(8)  # invalid quadrature transitions tolerated per spin
+# HOP frames (the pockets lit while the ball bounces) at most one per HOP_MS: a chattering
+# pocket sensor must not flood the line (20 a second at most, ~1 kB/s of a 11.5 kB/s line); a
+# picture held back goes out when that time is up, and before the frame ending the spin.
+HOP_MS = const(50)
 
 
 def dir_name(d):
@@ -74,6 +78,10 @@ class Spin:
         self.inc_moving = False  # incident: the ball still passing the track sensors
         self.t_inc = 0  # ... its last pass, or the incident's start
         self.under = -1  # the pocket under ball sensor A at the last pass both saw (-1: unknown)
+        self.hop_bits = bytearray(len(pockets.bits))  # the picture the last HOP sent
+        self.hop_due = False  # the picture changed since: a HOP owed
+        self.hop_sent = False  # a HOP sent since the drop (the first goes at once)
+        self.t_hop = 0  # when the last one went
         self.apply_cfg()
 
     def apply_cfg(self):
@@ -245,6 +253,35 @@ class Spin:
             self.fault(proto.F_POCKET_STUCK_ON, 0)
         if self.state == proto.S_RESULT and p.count == 0:
             self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, t)
+        elif self.state == proto.S_DROPPED:
+            self.hop_due = True  # the ball among the pockets: a HOP shows where (rate bound)
+            self._hop(t, False)
+
+    def _hop(self, t, force):
+        """The HOP owed, if any: from the drop to the spin's end (RES, VOID, INC), and none
+        for a spin void already. At most one per HOP_MS unless `force` (the frame ending the
+        spin comes next); a picture back to the one last sent sends nothing."""
+        if not self.hop_due or self.state != proto.S_DROPPED or self.void is not None:
+            return
+        if not force and self.hop_sent and ticks.diff(t, self.t_hop) < HOP_MS * 1000:
+            return  # (poll() sends it once the time is up)
+        self.hop_due = False
+        bits = self.pockets.bits
+        last = self.hop_bits
+        same = True
+        for i in range(len(bits)):
+            if bits[i] != last[i]:
+                same = False
+                last[i] = bits[i]
+        if same:
+            return
+        self.hop_sent = True
+        self.t_hop = t
+        lit = []
+        for ch in range(len(self.wheel)):
+            if self.pockets.held(ch):
+                lit.append(self.wheel[ch])
+        self.emit(proto.T_HOP, ("spin", self.st["spin"], "lit", frames.pocket_list(lit)))
 
     # --- time -------------------------------------------------------------------------
 
@@ -297,6 +334,8 @@ class Spin:
         """Ball among the pockets: its result, an object, or no pocket holding it."""
         p = self.pockets
         c = self.cfg
+        if self.hop_due:
+            self._hop(now, False)
         held = ticks.diff(now, p.since)
         if p.count:
             self.t_pocket = now
@@ -547,8 +586,15 @@ class Spin:
                 self.fault(proto.F_BALL, 0)  # (a resumed spin's passes are too few to say)
         finally:
             self._release()
+        # the pockets held at the drop (a pocket held may be what showed it): the first HOP
+        for i in range(len(self.hop_bits)):
+            self.hop_bits[i] = 0
+        self.hop_sent = False
+        self.hop_due = True
+        self._hop(t, False)
 
     def _result(self, t, ch):
+        self._hop(t, True)  # the last picture before the result
         st = self.st
         label = self.wheel[ch]
         stuck = self.pockets.result_seen(ch)
@@ -590,6 +636,7 @@ class Spin:
     def _void(self, t, reason):
         if self.void is not None:
             return  # one reason per spin: the first found
+        self._hop(t, True)  # among the pockets: the last picture before the void
         self.void = reason
         self.emit(proto.T_VOID, ("spin", self.st["spin"], "reason", reason))
         changes.void(self.st, self.st["spin"], reason)

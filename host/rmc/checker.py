@@ -26,6 +26,7 @@ from typing import Any
 from rmc.frames import AuthError, CrcError, Frame, FrameError, Verifier, decode, frame_of
 from rmcfw import config as fwconfig
 from rmcfw import numbers, proto
+from rmcfw.frames import pocket_labels
 
 # Rule names, as they appear in reports.
 RULES = {
@@ -55,6 +56,8 @@ RULES = {
     "coup_count": "session's coups counted otherwise by the table than by the recording",
     "closed_before_last_coup": "session closed before its announced last coup, with no reason",
     "open_while_open": "session opened while one is open",
+    "hop_outside_bounce": "pockets lit (HOP) outside the ball's bounce: before its spin's drop, "
+    "after its outcome, or of another spin",
 }
 
 # What makes a verdict not clean without breaking a rule of the stream: shown apart.
@@ -597,6 +600,7 @@ class _Rules:
             proto.T_TAMPER: self.tamper,
             proto.T_BOOT: self.boot,
             proto.T_CONFIG: self.config,
+            proto.T_HOP: self.hop,
         }
         rev, stat = proto.T_REV, proto.T_STATUS
         for f in frames:
@@ -737,6 +741,28 @@ class _Rules:
         s.drop = True
         if "revs" in self.fl:
             s.revs = max(s.revs or 0, f.int("revs", self.fl))
+
+    def hop(self, f: Frame) -> None:
+        """The pockets lit while the ball bounces: from the spin's DROP to its outcome (RES,
+        VOID, INC start), each a pocket label once (rmcfw.frames.pocket_labels), or "-"."""
+        n = f.int("spin", self.fl)
+        lit = self.fl.get("lit")
+        if lit is None:
+            raise FrameError("HOP without 'lit'")
+        for label in pocket_labels(lit):
+            if label not in numbers.INDEX:
+                raise FrameError(f"HOP: {label!r} in 'lit' is not a pocket")
+        s = self.spin
+        if s is not None and s.number == n:
+            if s.outcome:
+                self.bad(f, "hop_outside_bounce", f"spin {n}: after its outcome")
+            elif not s.drop:
+                self.bad(f, "hop_outside_bounce", f"spin {n}: before its drop")
+        elif s is not None and s.launched and s.outcome == 0:
+            self.bad(f, "hop_outside_bounce", f"spin {n} while spin {s.number} is open")
+        elif s is not None or self.every_launch:
+            self.bad(f, "hop_outside_bounce", f"spin {n}: no such spin among the pockets")
+        # else the recording began during this spin's bounce: nothing to hold it against
 
     def unlaunched(self, f: Frame, n: int, what: str) -> list[str]:
         """The rules an outcome of a spin that is not the open one breaks: a second outcome,

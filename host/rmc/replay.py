@@ -29,6 +29,8 @@ from rmcfw import channels, proto
 from rmcfw.frames import Encoder, FrameError
 
 # Frame types that follow from the sensors (the others answer the host, or tick with time).
+# Not HOP: the pockets lit as the ball bounces are paced by the board's loop (at most one per
+# rmcfw.spin.HOP_MS), and traces recorded before HOP hold none; the outcome it leads to is.
 SENSOR_TYPES = frozenset(
     (
         proto.T_LAUNCH,

@@ -30,6 +30,7 @@ from rmc.settle import ResultError, announce_result
 from rmcfw import config as fwconfig
 from rmcfw import lead as fwlead
 from rmcfw import numbers, proto
+from rmcfw.frames import pocket_labels
 
 WEB_DIR = Path(__file__).parent / "web"
 PAGES = {"display": "display.html", "console": "console.html", "engineer": "engineer.html"}
@@ -323,6 +324,7 @@ def spin_view(spin: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "drop": None,
         "outcome": None,
         "incident": [],
+        "hop": None,  # the pockets lit at the last HOP (the ball among the pockets)
         "rotor": None,
         "fit": None,
         "lead_actual_ms": None,
@@ -334,6 +336,8 @@ def spin_view(spin: int, rows: list[dict[str, Any]]) -> dict[str, Any]:
         take = _SPIN_FRAMES.get(f.type)
         if take is not None:
             take(view, fl, f.ms, t)
+        elif f.type == proto.T_HOP:
+            view["hop"] = _hop_view(f, fl, t) or view["hop"]
     if view["rnvp"] and view["drop"]:
         view["lead_actual_ms"] = round(1000 * (view["drop"]["t_s"] - view["rnvp"]["t_s"]))
     view["fit"] = _fit_view(view["laps"], view["rnvp"], view["drop"])
@@ -366,6 +370,17 @@ def _take_call(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> 
 
 def _take_drop(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:
     view["drop"] = {"t_s": t(ms), "revs": _int(fl.get("revs")), "void": fl.get("void")}
+
+
+def _hop_view(f: Any, fl: dict[str, str], t: _Clock) -> dict[str, Any] | None:
+    """A HOP frame as the wheel lights it: its pockets (labels of the wheel only), its place
+    in the stream (boot, seq: the page keeps the newest of this and its live frames) and its
+    time; None for a HOP whose `lit` does not parse (the checker reports it)."""
+    try:
+        lit = [x for x in pocket_labels(fl.get("lit", "")) if x in numbers.INDEX]
+    except FrameError:
+        return None
+    return {"lit": lit, "boot": f.boot, "seq": f.seq, "t_s": t(f.ms)}
 
 
 def _take_result(view: dict[str, Any], fl: dict[str, str], ms: int, t: _Clock) -> None:

@@ -1,9 +1,11 @@
 // The engineer's live view of one table: for the spin in progress (or the last one), the
 // ball's laps against a fit of the predictor's model, the call of « rien ne va plus » with
 // its predicted drop and lead, the real drop, the rotor; the wheel's pockets in the order of
-// hardware/wheel.json; faults, the link's health and the tail of the frame log.
+// hardware/wheel.json, lit as the ball bounces (HOP frames, live) and where it rests; faults,
+// the link's health and the tail of the frame log.
 // Every frame the service stores comes on the stream; the figures are the service's
-// (/api/tables/{id}/live), read again when a frame of the spin comes.
+// (/api/tables/{id}/live), read again when a frame of the spin comes. A HOP (up to 20 a
+// second) is not read again: its pockets are lit in place, from the frame itself.
 
 import { api, clock, debounce, el, q, svg, table, token } from "./api.js";
 import { STATES, leadSetBy, leadWords, words } from "./events.js";
@@ -16,11 +18,15 @@ const LOG_MAX = 200;
 const DIRS = { cw: "horaire", ccw: "antihoraire", "-": "—" };
 const WHY = { fit: "ajustement", limit: "tour trop long", drop: "bille tombée d'abord", incident: "incident", power: "coupure" };
 
-const probe = { refreshes: 0, frames: 0, spin: null, laps: 0, call: false };
+const HOPS_KEPT = 500;
+
+const probe = { refreshes: 0, frames: 0, spin: null, laps: 0, call: false, hops: [] };
 window.rmcEngineer = probe;
 
 let wheel = null;
 let liveNow = false;
+let shownSpin = null; // the spin the wheel shows (the live view's), null before one
+let hopLive = null; // the newest HOP heard on the stream: { spin, boot, seq, lit }
 const logKeys = new Set();
 
 const session = login({
@@ -77,7 +83,8 @@ function onEvent(type, ev) {
     probe.frames += 1;
     addLog(ev, true);
     scrollLog();
-    if (SPIN_FRAMES.has(ev.frame)) refreshSoon();
+    if (ev.frame === "HOP") onHop(ev);
+    else if (SPIN_FRAMES.has(ev.frame)) refreshSoon();
     return;
   }
   refreshSoon();
@@ -205,9 +212,55 @@ function faultChannels(findings, active) {
   return out;
 }
 
+// --- the ball among the pockets (HOP frames) ---
+
+/** A HOP frame's spin and pockets, from its line (`lit`: labels joined by ";", "-" none;
+ * labels hold no byte the wire escapes). null for a line that does not say them. */
+function hopOf(ev) {
+  const spin = /,spin=(\d+)[,#*]/.exec(ev.line ?? "");
+  const lit = /,lit=([^,#*]*)[,#*]/.exec(ev.line ?? "");
+  if (!spin || !lit) return null;
+  return { spin: Number(spin[1]), boot: ev.boot, seq: ev.seq, lit: lit[1] === "-" ? [] : lit[1].split(";") };
+}
+
+const newer = (a, b) => !b || a.boot > b.boot || (a.boot === b.boot && a.seq > b.seq);
+
+function onHop(ev) {
+  const h = hopOf(ev);
+  if (!h) return;
+  if (newer(h, hopLive)) hopLive = h;
+  const shown = lightHops();
+  probe.hops.push({ spin: h.spin, key: `${h.boot}.${h.seq}`, lit: h.lit, shown });
+  if (probe.hops.length > HOPS_KEPT) probe.hops.shift();
+  if (!shownSpin || shownSpin.spin !== h.spin) refreshSoon(); // a spin the view has not yet
+}
+
+/** The pockets to light as bouncing: the newest HOP of the spin shown (the view's, or one
+ * heard since), while the spin has no outcome and no incident stopped it. */
+function hopPicture() {
+  const v = shownSpin;
+  if (!v || v.outcome || (v.incident ?? []).length) return [];
+  let h = v.hop ? { spin: v.spin, ...v.hop } : null;
+  if (hopLive && hopLive.spin === v.spin && newer(hopLive, h)) h = hopLive;
+  return h ? h.lit : [];
+}
+
+/** Light the bouncing pockets on the wheel drawn; the labels lit. */
+function lightHops() {
+  const lit = new Set(hopPicture());
+  const shown = [];
+  for (const p of document.querySelectorAll("#wheel path.pocket")) {
+    const on = lit.has(p.dataset.result);
+    p.classList.toggle("hop", on);
+    if (on) shown.push(p.dataset.result);
+  }
+  return shown;
+}
+
 function drawWheel(s) {
   const g = $("wheel");
   g.replaceChildren();
+  shownSpin = s.spin ?? null;
   if (!wheel) return;
   const v = s.spin;
   const lit = new Set();
@@ -265,9 +318,10 @@ function drawWheel(s) {
   g.append(svg("text", { x: 0, y: -8, class: "hubtext big", id: "rotor-period" }, rotor ? `${(rotor.period_ms / 1000).toFixed(2)} s` : "—"));
   g.append(svg("text", { x: 0, y: 18, class: "hubtext" }, `rotor ${DIRS[rdir] ?? "—"}`));
   if (v?.launch?.bdir) g.append(svg("text", { x: 0, y: 40, class: "hubtext" }, `bille ${DIRS[v.launch.bdir] ?? v.launch.bdir}`));
+  lightHops();
   $("wheel-note").textContent =
     `${wheel.name ?? ""} (id ${wheel.id ?? "?"}) : capteur 0 en haut, sens horaire. ` +
-    "En or : la case où la bille repose. Le protocole (v1) ne transmet pas les rebonds sur les cases, seulement la case d'arrivée." +
+    "En bleu : les cases où la bille rebondit (trames HOP, au plus 20 par seconde). En or : la case où la bille repose." +
     (faulty.size ? ` En rouge : capteur en défaut (${[...faulty].join(", ")}).` : "");
 }
 
