@@ -272,8 +272,9 @@ class Board:
         self.table = table.Table(wheel, self._no_emit, self.store, board=self)
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None
-        # a running ball's routine frames wait in RAM: no flash erase (interrupts off for
-        # ~45 ms) while its edges are due; the state is never saved ahead of them
+        # routine frames (STAT and RECALL always, a running ball's REV and RNVP too) wait in
+        # RAM for the next frame recovery needs: no flash erase (interrupts off ~45 ms) a
+        # STATUS poll while the rotor turns or the ball runs; never saved ahead of the state
         self.journal = journal.Journal((folder + "/" if folder else "") + "journal", hold=True)
         self.store.before_save = self.journal.flush
         # state and journal read back, then the journal, the wire and BOOT (rmcfw.recover)

@@ -10,18 +10,23 @@
 # than 4 x segments files, which bounds the folder in a boot loop (deleting after creating the
 # new one: a cut in between only leaves one segment too many, removed at the next start).
 #
-# A running ball's frames (hold=True, the board's journal). Each durable append is one
+# Routine frames held in RAM (hold=True, the board's journal). Each durable append is one
 # LittleFS sync, and LittleFS copies a file's last, partly written block into a newly
 # erased one at every sync: every frame costs a 4 KB sector erase, ~45 ms with the chip's
 # interrupts off, during which ball and rotor edges are served late, together, in pin order
-# (docs/vpico.md). So from a LAUNCH to its DROP the routine frames recovery does not need at
-# once (STAT, RNVP, and REV without the ball sensors' disagreements) are kept in RAM, in
-# order, and written with the next frame recovery needs (VOID, FAULT, INC, RES, ... written
-# at once, as ever), before any save of the state (Store.before_save), at the DROP (or an
-# incident's start), or when 8 KB are held. A RESEND reads them as if written. The
-# trade-off: a cut during the ball's run loses those frames from the journal (the host has
-# them if it heard them), and with the REV frames the laps before the cut: a spin resumed
-# after it counts only the laps seen after power-up (fewer than min_revs: void, power).
+# (docs/vpico.md). So the routine frames recovery does not need are kept in RAM, in order,
+# and written with the next frame recovery needs (LAUNCH, VOID, FAULT, INC, RES, ... written
+# at once, as ever), before any save of the state (Store.before_save), or when 8 KB are held:
+# - always: STAT (the answers to the host's STATUS polls, every 0.3-0.5 s from a rig),
+#   RECALL and HOP, so that the rotor turning between spins is not hit by an erase a poll;
+# - from a LAUNCH (or a resumed spin, resume_run) to its DROP (or an incident's start, a
+#   result, a close, a boot) also RNVP and the REV frames without the ball sensors'
+#   disagreements.
+# A RESEND reads them as if written. The trade-off: a power cut loses the held frames from
+# the journal (the host has them if it heard them; BOOT's prev then names the last one
+# kept, below what the host heard, which is no gap), and with the REV frames the laps before
+# the cut: a spin resumed after it counts only the laps seen after power-up (fewer than
+# min_revs: void, power).
 import os
 
 from micropython import const
@@ -30,8 +35,11 @@ from rmcfw import frames, proto
 
 _SUFFIX = ".log"
 _NAME_LEN = const(8)
-_HOLD_BYTES = const(8192)  # a running ball's frames kept in RAM at most
-_HELD = (proto.T_STATUS, proto.T_RNVP, proto.T_REV)  # what a running ball's journal may hold
+_HOLD_BYTES = const(8192)  # routine frames kept in RAM at most
+# held at any time: the answers to STATUS and RECALL, and the pockets lit while the ball
+# bounces (HOP, up to 20 a second from the drop to the result: RES or VOID writes them)
+_HELD = (proto.T_STATUS, proto.T_RECALL, proto.T_HOP)
+_HELD_RUN = (proto.T_RNVP, proto.T_REV)  # ... and these from a LAUNCH to its DROP
 _KEPT = b",lone="  # a REV with the ball sensors' disagreements: recovery needs it at once
 # the ball is off the track (or stopped): nothing more is held
 _RUN_ENDS = (proto.T_DROP, proto.T_RESULT, proto.T_INCIDENT, proto.T_SESSION_CLOSE, proto.T_BOOT)
@@ -58,7 +66,7 @@ class Journal:
         self.folder = folder
         self.per_segment = per_segment
         self.segments = segments
-        self.hold = hold  # a running ball's routine frames kept in RAM (above)
+        self.hold = hold  # routine frames kept in RAM (above)
         self._file = None
         self._count = 0
         self._size = 0  # bytes written to the current segment
@@ -145,23 +153,22 @@ class Journal:
 
     def append(self, line):
         """Store one frame line (bytes or memoryview, ending with its newline) durably; with
-        hold, a running ball's routine frames in RAM until the next durable write."""
+        hold, routine frames in RAM until the next durable write (above)."""
         if self.hold:
             line = bytes(line)  # (the encoder reuses its buffer)
             kind = _kind(line)
-            if self._running and self._file is not None:
-                if kind in _RUN_ENDS:
-                    self._running = False  # the ball is off the track: written with it
-                elif (
-                    kind in _HELD
-                    and not (kind == proto.T_REV and _KEPT in line)
-                    and self._held_bytes + len(line) <= _HOLD_BYTES
-                ):
-                    self._held.append(line)
-                    self._held_bytes += len(line)
-                    return
-            elif kind == proto.T_LAUNCH:
+            if kind == proto.T_LAUNCH:
                 self._running = True  # (the LAUNCH itself written at once)
+            elif kind in _RUN_ENDS:
+                self._running = False  # the ball is off the track: written with it
+            elif (
+                self._file is not None
+                and self._held_bytes + len(line) <= _HOLD_BYTES
+                and (kind in _HELD or (self._running and kind in _HELD_RUN and _KEPT not in line))
+            ):
+                self._held.append(line)
+                self._held_bytes += len(line)
+                return
         self._write(line)
 
     def resume_run(self):
