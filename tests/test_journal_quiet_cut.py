@@ -15,7 +15,7 @@ from rmcfw import channels, frames, numbers, proto
 sys.path.insert(0, str(ROOT / "tests" / "fw"))
 from fwtest import scratch_dir
 from test_journal_hold import _boot, _Cut, _Power
-from wheelsim import spin_events
+from wheelsim import sensors_at_power_up, session_events
 
 WHEEL = numbers.NUMBERS
 POLL_US = 400_000  # the rig's STATUS polls: every 0.3-0.5 s
@@ -43,14 +43,7 @@ def _run(tb, events, until):
 def _session(steps):
     """Two spins polled with STATUS, the power cut after `steps` appends and saves, back
     1 ms later. (frames heard, the journal's folder), or None when the session ended first."""
-    ev = []
-    t = 5_000_000
-    for rdir, bdir, pocket in PLAN:
-        e, _, t_end = spin_events(t, rdir, bdir, pocket)
-        ev += e
-        ev.append((t_end + 1000, pocket, 0))  # the croupier picks the ball up
-        t = t_end + 5_000_000
-    ev.sort(key=lambda e: e[0])
+    ev, t = session_events(PLAN)
     d = scratch_dir("qc")
     heard: list[bytes] = []
     power = _Power(-1)
@@ -66,15 +59,7 @@ def _session(steps):
     power.left = -1
     t_on = t_cut + 1000
     tb2 = _boot(d, power, heard, t_on)
-    tb2.feed(t_on, channels.LID, 0)
-    level = {channels.ROTOR_A: 0, channels.ROTOR_B: 0}
-    for te, c, v in ev:
-        if te <= t_cut and (c < channels.POCKETS or c in level):
-            level[c] = v
-    tb2.rotor.seed(level.pop(channels.ROTOR_A), level.pop(channels.ROTOR_B))
-    for c in level:
-        if level[c]:
-            tb2.feed(t_on, c, 1)
+    sensors_at_power_up(tb2, ev, t_cut, t_on)
     _run(tb2, [e for e in ev if e[0] > t_on] or [(t_on, None, None)], t + 20_000_000)
     return heard, d
 

@@ -3,7 +3,7 @@
 # together"); what recovery needs is written at once, and a power cut at any frame or save
 # still settles each spin once.
 from fwtest import scratch_dir
-from wheelsim import run, spin_events
+from wheelsim import run, sensors_at_power_up, session_events
 
 from rmcfw import channels, frames, numbers, proto, recover, store, table
 from rmcfw.journal import Journal
@@ -179,14 +179,7 @@ _PLAN = ((1, -1, 12), (-1, 1, 20))
 def _session(steps):
     """Two spins, the power cut after `steps` journal appends and saves, back 1 ms later.
     Returns the frames the host heard (all boots), or None when the session ended first."""
-    ev = []
-    t = 5_000_000
-    for rdir, bdir, pocket in _PLAN:
-        e, _, t_end = spin_events(t, rdir, bdir, pocket)
-        ev += e
-        ev.append((t_end + 1000, pocket, 0))  # the croupier picks the ball up
-        t = t_end + 5_000_000
-    ev.sort(key=lambda e: e[0])
+    ev, t = session_events(_PLAN)
     d = scratch_dir("hc")
     heard = []
     power = _Power(-1)
@@ -202,15 +195,7 @@ def _session(steps):
     power.left = -1
     t_on = t_cut + 1000
     tb2 = _boot(d, power, heard, t_on)
-    tb2.feed(t_on, channels.LID, 0)
-    level = {channels.ROTOR_A: 0, channels.ROTOR_B: 0}
-    for te, c, v in ev:
-        if te <= t_cut and (c < channels.POCKETS or c in level):
-            level[c] = v
-    tb2.rotor.seed(level.pop(channels.ROTOR_A), level.pop(channels.ROTOR_B))
-    for c in level:
-        if level[c]:
-            tb2.feed(t_on, c, 1)
+    sensors_at_power_up(tb2, ev, t_cut, t_on)
     run(tb2, [e for e in ev if e[0] > t_on], until=t + 20_000_000, step_us=4000)
     return [frames.decode(x) for x in heard]
 

@@ -1,7 +1,7 @@
 # The whole table, driven by synthetic sensor events: results, voids, incidents, sessions.
 from fwtest import scratch_dir
 from lapgen import Rng
-from wheelsim import LAPS, Frames, run, spin_events
+from wheelsim import LAPS, Frames, run, sensors_at_power_up, session_events, spin_events
 
 from rmcfw import channels, config, numbers, proto, store, table, ticks
 
@@ -514,15 +514,7 @@ _PLAN = ((1, -1, 12), (-1, 1, 20), (-1, 1, 5), (1, -1, 7))
 
 
 def _session_events():
-    ev = []
-    t = 5_000_000
-    for rdir, bdir, pocket in _PLAN:
-        e, _, t_end = spin_events(t, rdir, bdir, pocket)
-        ev += e
-        ev.append((t_end + 1000, pocket, 0))  # the croupier picks the ball up
-        t = t_end + 5_000_000
-    ev.sort(key=lambda e: e[0])
-    return ev, t
+    return session_events(_PLAN)
 
 
 def _table_on(folder, journal, power):
@@ -555,16 +547,7 @@ def _cut_session(ev, t_end, steps):
     t_on = t_cut + 1000
     tb2 = _table_on(d, j, power)
     tb2.start(t_on)
-    tb2.feed(t_on, channels.LID, 0)
-    level = {channels.ROTOR_A: 0, channels.ROTOR_B: 0}
-    for t, c, v in ev:
-        if t <= t_cut and (c < channels.POCKETS or c in level):
-            level[c] = v
-    # the sensors as the board reads them at power-up
-    tb2.rotor.seed(level.pop(channels.ROTOR_A), level.pop(channels.ROTOR_B))
-    for c in level:
-        if level[c]:
-            tb2.feed(t_on, c, 1)
+    sensors_at_power_up(tb2, ev, t_cut, t_on)
     run(tb2, [e for e in ev if e[0] > t_on], until=t_end + 20_000_000, step_us=4000)
     return j.frames, n_cut
 

@@ -67,6 +67,33 @@ def spin_events(t0, rdir, bdir, pocket, laps=LAPS, bounce=(5, 17, 30), settle_us
     return ev, t, t_end
 
 
+def session_events(plan, t=5_000_000):
+    """The events of spins (rdir, bdir, pocket) played 5 s apart, the ball picked up 1 ms
+    after each rests. Returns (events in time order, the session's end)."""
+    ev = []
+    for rdir, bdir, pocket in plan:
+        e, _, t_end = spin_events(t, rdir, bdir, pocket)
+        ev += e
+        ev.append((t_end + 1000, pocket, 0))  # the croupier picks the ball up
+        t = t_end + 5_000_000
+    ev.sort(key=lambda e: e[0])
+    return ev, t
+
+
+def sensors_at_power_up(table, events, t_cut, t_on):
+    """A table started again at t_on after a cut at t_cut: the lid closed and the sensors as
+    the board reads them at power-up (the rotor's quadrature levels, the pockets held)."""
+    table.feed(t_on, ch.LID, 0)
+    level = {ch.ROTOR_A: 0, ch.ROTOR_B: 0}
+    for te, c, v in events:
+        if te <= t_cut and (c < ch.POCKETS or c in level):
+            level[c] = v
+    table.rotor.seed(level.pop(ch.ROTOR_A), level.pop(ch.ROTOR_B))
+    for c in level:
+        if level[c]:
+            table.feed(t_on, c, 1)
+
+
 def run(table, events, until=None, step_us=1000):
     """Feed events in order, polling every step_us in between (the board's main loop)."""
     now = events[0][0] if events else 0
