@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -630,20 +631,7 @@ def test_a_recorded_night_replays_on_the_same_pages(rig, tmp_path):
         bad = rmc("serve", *args, "--http", "127.0.0.1:0", cwd=tmp_path, timeout=60)
         assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
         assert says in bad.stderr and "Traceback" not in bad.stderr
-    cfg = tmp_path / "ops.toml"
-    cfg.write_text(rig.served.tokens.operators_toml())
-    err = open(tmp_path / "replay.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rmc", "serve", "--replay", str(trace), "--speed", "0",
-         "--config", str(cfg), "--http", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp_path,
-    )  # fmt: skip
-    err.close()
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert "listening on " in first, (first, (tmp_path / "replay.log").read_text())
-        url = first.rsplit("listening on ", 1)[1].strip()
+    with serve_replay(rig, trace, tmp_path) as (proc, url):
         second = proc.stdout.readline()
         assert f"of table {TABLE}" in second and f"{url}/display/{TABLE}" in second
         want = [(r["spin"], r["result"]) for r in api_marquee(rig)]
@@ -663,13 +651,34 @@ def test_a_recorded_night_replays_on_the_same_pages(rig, tmp_path):
             "the replay on the display",
         )
         assert [g["result"] for g in got] == [r for _, r in replayed()]
+    assert proc.returncode == 0
+
+
+@contextlib.contextmanager
+def serve_replay(rig: Rig, trace: Path, tmp_path: Path) -> Iterator[tuple[Any, str]]:
+    """`rmc serve --replay TRACE --speed 0` with the rig's operators: (process, its URL) once
+    it listens; stopped with SIGTERM on the way out."""
+    cfg = tmp_path / "ops.toml"
+    cfg.write_text(rig.served.tokens.operators_toml())
+    err = open(tmp_path / "replay.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmc", "serve", "--replay", str(trace), "--speed", "0",
+         "--config", str(cfg), "--http", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    err.close()
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert "listening on " in first, (first, (tmp_path / "replay.log").read_text())
+        yield proc, first.rsplit("listening on ", 1)[1].strip()
     finally:
         proc.terminate()
         try:
             proc.wait(20)
         except subprocess.TimeoutExpired:
             proc.kill()
-    assert proc.returncode == 0
+            proc.wait(10)
 
 
 HOP_JS = "return [...document.querySelectorAll('#wheel path.hop')].map(p => p.dataset.result)"
@@ -691,20 +700,7 @@ def test_a_replay_stopped_in_a_bounce_shows_the_pockets_lit(rig, tmp_path):
     spin = int(line.split(",spin=")[1].split(",")[0])
     cut_trace = tmp_path / "bounce.jsonl"
     cut_trace.write_text("".join(json.dumps(r) + "\n" for r in records[: cut + 1]))
-    cfg = tmp_path / "ops.toml"
-    cfg.write_text(rig.served.tokens.operators_toml())
-    err = open(tmp_path / "replay.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rmc", "serve", "--replay", str(cut_trace), "--speed", "0",
-         "--config", str(cfg), "--http", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, stderr=err, text=True, cwd=tmp_path,
-    )  # fmt: skip
-    err.close()
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline()
-        assert "listening on " in first, (first, (tmp_path / "replay.log").read_text())
-        url = first.rsplit("listening on ", 1)[1].strip()
+    with serve_replay(rig, cut_trace, tmp_path) as (_proc, url):
         replay = Client.from_token_file(url, rig.served.tokens.names["engineer"])
         view = wait_for(
             lambda: (
@@ -724,12 +720,6 @@ def test_a_replay_stopped_in_a_bounce_shows_the_pockets_lit(rig, tmp_path):
             "the pockets lit on the replay's wheel",
         )
         assert shown == [p["result"] for p in pages.wheel()["pockets"] if p["result"] in want]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def test_an_engineer_sets_a_threshold_and_a_chef_forces_a_close(rig):
