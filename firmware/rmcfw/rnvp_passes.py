@@ -147,6 +147,9 @@ class Passes:
         times = self.times
         last = self.count - 1
         y0 = times[last]
+        # each pass's sqrt(v) is the one before it in the walk's: taken once (every float
+        # operation allocates on the chip, and this runs 4 x k times a refit)
+        sn = sqrt(v)
         for j in range(k + 1):
             yield (times[last - j] - y0) - tau, dw, db, da
             # one pass further back
@@ -154,17 +157,18 @@ class Passes:
             if vp <= 0:
                 return
             sv = sqrt(vp)
-            sn = sqrt(v)
-            q = 1.0 / ((sv + sn) * (sv + sn))
+            ss = sv + sn
+            q = 1.0 / (ss * ss)
             # lap = 2/(sv+sn): d lap = -q*(dvp/sv + dv/sn)
             gwp = gw * inv
             gbp = (gb + 1.0) * inv
             gap = (ga - vp) * inv
-            tau -= 2.0 / (sv + sn)
+            tau -= 2.0 / ss
             dw += q * (gwp / sv + gw / sn)
             db += q * (gbp / sv + gb / sn)
             da += q * (gap / sv + ga / sn)
             v = vp
+            sn = sv
             gw = gwp
             gb = gbp
             ga = gap
