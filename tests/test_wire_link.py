@@ -196,6 +196,30 @@ def test_journal_evicted_range_is_reported_lost(tmp_path):
     assert b.host.checker.report().gaps
 
 
+@pytest.mark.parametrize("from_start", [False, True])
+def test_a_link_joining_a_running_boot_asks_for_its_first_frames_only_when_told(
+    tmp_path, from_start
+):
+    # A service (from_start) keeps every frame: a table it first hears at seq 7 of a boot
+    # is asked for 1-6, which its journal still holds. A recorder starts where it joined.
+    b = Bench(tmp_path, None, 0.0, 6)
+    for i in range(5):
+        b.emit(proto.T_LID, ("locked", i % 2))  # heard by the host of before
+    seen: set[int] = set()
+    b.host = Link(
+        HostPort(b.up, b.down),
+        clock=lambda: b.t,
+        on_frame=lambda f: f.seq != proto.SEQ_NONE and seen.add(f.seq),  # (not the ACKs)
+        from_start=from_start,
+    )
+    b.wire.emit(proto.T_LID, ("locked", 1))
+    b.settle(3000)
+    top = b.wire.enc.seq
+    assert top == 7
+    assert seen == (set(range(1, top + 1)) if from_start else {top})
+    assert not b.host.stats.lost
+
+
 # --- one RESEND at a time, on a line paced like the board's UART ---
 
 

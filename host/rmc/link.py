@@ -74,8 +74,13 @@ class Link:
         idle_s: float = 2.0,
         min_interval_s: float = 0.05,
         answer_s: float = 0.15,
+        from_start: bool = False,
     ) -> None:
         self.port = port
+        # A boot first heard mid-stream is asked for its frames from seq 1 (a service keeps
+        # every frame the table's journal still holds); without, the link starts where it
+        # joined (a recorder plugged into a running table).
+        self.from_start = from_start
         self.key = key
         self.checker = Checker(key, table)
         self.writer = writer
@@ -205,7 +210,7 @@ class Link:
         missing = self._missing.setdefault(boot, set())
         if high is None:
             # A boot after the first starts at seq 1; the first may have begun before us.
-            high = seq - 1 if boot == self._first_boot else 0
+            high = seq - 1 if boot == self._first_boot and not self.from_start else 0
         if seq > high + 1:
             missing.update(range(high + 1, seq))
         if seq > high:

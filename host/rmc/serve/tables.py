@@ -223,7 +223,8 @@ class TableRunner:
         self.out = Batch()
         self.tables: Tables | None = None  # set when added
         self.health = Health()
-        self.link = Link(None, key=spec.key, table=spec.id, on_line=self._line)
+        # from_start: a table first heard mid-boot is asked for the frames before it
+        self.link = Link(None, key=spec.key, table=spec.id, on_line=self._line, from_start=True)
         self.link.resume(
             resume.high,
             resume.missing,
