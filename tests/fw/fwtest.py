@@ -35,3 +35,20 @@ def _rmtree(path):
         except OSError:
             _rmtree(full)
     os.rmdir(path)
+
+
+class Line:
+    """The line to the host: every frame the table writes, decoded by take()."""
+
+    def __init__(self):
+        self.data = bytearray()
+
+    def __call__(self, b):
+        self.data.extend(b)
+
+    def take(self):
+        from rmcfw import frames
+
+        out = [frames.decode(x) for x in bytes(self.data).split(b"\n") if x]
+        self.data = bytearray()
+        return out

@@ -1,7 +1,7 @@
 # The table's audit trail (issue 19): every threshold change journaled with its old and new
 # value and who asked (CFG), and a session closed early for a stated reason (SCLOSE reason).
 # The board's path throughout: a real journal, the wire, commands as lines, power cuts.
-from fwtest import scratch_dir
+from fwtest import Line, scratch_dir
 from wheelsim import Frames, run, spin_events
 
 from rmcfw import channels, commands, frames, numbers, proto, recover, store, table
@@ -26,24 +26,6 @@ class _CutStore(store.Store):
         store.Store.save(self, state)
 
 
-class _Line:
-    """The line to the host: every frame written, decoded."""
-
-    def __init__(self):
-        self.data = bytearray()
-
-    def __call__(self, b):
-        self.data.extend(b)
-
-    def take(self):
-        out = []
-        for line in bytes(self.data).split(b"\n"):
-            if line:
-                out.append(frames.decode(line))
-        self.data = bytearray()
-        return out
-
-
 class _Board:
     """A table brought up on the flash folder d as board_pico does (rmcfw.recover.power_up)."""
 
@@ -52,7 +34,7 @@ class _Board:
         self.store = _CutStore(d)
         self.tb = table.Table(WHEEL, None, self.store)
         self.jr = Journal(d + "/journal")
-        self.line = _Line()
+        self.line = Line()
         self.enc, self.wire = recover.power_up(
             tb=self.tb,
             jr=self.jr,

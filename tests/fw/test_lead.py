@@ -3,7 +3,7 @@
 # passed in (seeded here: reproducible); a SET that can make the call later needs
 # role=engineer, on every path to the wire, and its CFG frame says who asked and as what.
 # Runs under CPython and real MicroPython (tests/test_micropython.py).
-from fwtest import scratch_dir
+from fwtest import Line, scratch_dir
 from wheelsim import Frames, run, spin_events
 
 from rmcfw import channels, commands, config, frames, lead, numbers, proto, recover, store, table
@@ -224,19 +224,6 @@ def test_later_says_which_changes_can_bring_the_call_later():
     assert lead.describe(1000, 3, 500) == "3 revs + 0-500 ms"
 
 
-class _Line:
-    def __init__(self):
-        self.data = bytearray()
-
-    def __call__(self, b):
-        self.data.extend(b)
-
-    def take(self):
-        out = [frames.decode(x) for x in bytes(self.data).split(b"\n") if x]
-        self.data = bytearray()
-        return out
-
-
 def test_on_the_wire_a_later_call_without_an_engineer_is_answered_engineer_and_logged():
     # the board's path (the virtual board's UART, the rig, a script with the key): the wire,
     # a real journal, commands as lines
@@ -244,7 +231,7 @@ def test_on_the_wire_a_later_call_without_an_engineer_is_answered_engineer_and_l
     st = store.Store(d)
     tb = table.Table(WHEEL, None, st, board=_Board(1))
     jr = Journal(d + "/journal")
-    line = _Line()
+    line = Line()
     enc, wire = recover.power_up(
         tb=tb,
         jr=jr,
