@@ -333,8 +333,9 @@ def test_empty_batch_writes_nothing(store):
 
 def test_resume_on_gaps_in_two_boots(store):
     assert store.resume("T1").first_boot is None
-    # boot 4 first seen at seq 10 (the service started late): nothing before 10 is missing;
-    # boot 5 from 1: 1-2 and 6 are missing; boot 7 complete
+    # boot 4 first seen at seq 10 (the service joined it mid-stream, and may have stopped
+    # before the frames it asked came): 1-9 are asked again; boot 5: 1-2 and 6 are
+    # missing; boot 7 complete
     seqs = {4: [10, 11, 13, 14, 17], 5: [3, 4, 5, 7, 8], 7: [1, 2, 3]}
     frames = [frame("T1", b, s) for b, ss in seqs.items() for s in ss]
     random.Random(3).shuffle(frames)
@@ -346,7 +347,7 @@ def test_resume_on_gaps_in_two_boots(store):
     store.write(Batch(frames=[frame("T2", 1, 1), frame("T2", 1, 3)]))  # another table
     r = store.resume("T1")
     assert r.high == {4: 17, 5: 8, 7: 3}
-    assert r.missing == {4: [12, 15, 16], 5: [1, 2, 6]}
+    assert r.missing == {4: [*range(1, 10), 12, 15, 16], 5: [1, 2, 6]}
     assert r.first_boot == 4
     assert r.events == {"result": 3, "fault": 1}
     assert r.last_cseq == {4: 5, 5: 1}

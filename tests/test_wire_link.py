@@ -13,6 +13,7 @@ import pytest
 
 from rmc.framegen import ScriptedTable
 from rmc.link import Link
+from rmc.serve.store import Batch, FrameRow, Store
 from rmc.trace import wheel_id
 from rmcfw import proto
 from rmcfw.commands import Wire
@@ -218,6 +219,43 @@ def test_a_link_joining_a_running_boot_asks_for_its_first_frames_only_when_told(
     assert top == 7
     assert seen == (set(range(1, top + 1)) if from_start else {top})
     assert not b.host.stats.lost
+
+
+def test_a_service_stopped_before_a_joined_boots_start_came_asks_for_it_again(tmp_path):
+    # A service joins a running boot at seq 7 and asks for 1-6, but stops (its request
+    # lost, or killed) before they come. Restarted, it takes the table up from what its
+    # database holds and asks for 1-6 again: every frame the journal still holds is kept.
+    store = Store.open(f"sqlite:///{tmp_path / 'serve.db'}")
+    rows: list[FrameRow] = []
+
+    def keep(line: bytes, f) -> None:
+        if f is not None and f.seq != proto.SEQ_NONE:
+            rows.append(FrameRow("T01", f.boot, f.seq, f.ms, f.type, line.decode(), 0, f.resent))
+
+    b = Bench(tmp_path, None, 0.0, 6)
+    for i in range(5):
+        b.emit(proto.T_LID, ("locked", i % 2))  # before the service
+    b.host = Link(
+        HostPort(b.up, b.down), table="T01", clock=lambda: b.t, on_line=keep, from_start=True
+    )
+    b.down.p_drop = 1.0  # what the first service asks never reaches the table
+    b.wire.emit(proto.T_LID, ("locked", 1))
+    for _ in range(3000):
+        b.step()
+    assert [r.seq for r in rows] == [7] and b.host.missing_ranges()
+    store.write(Batch(frames=rows))
+    r = store.resume("T01")
+    assert r.missing == {1: [1, 2, 3, 4, 5, 6]}
+    rows.clear()
+    b.down.p_drop = 0.0
+    b.host = Link(
+        HostPort(b.up, b.down), table="T01", clock=lambda: b.t, on_line=keep, from_start=True
+    )
+    b.host.resume(r.high, r.missing, r.first_boot)
+    b.settle(3000)
+    assert sorted(r.seq for r in rows) == [1, 2, 3, 4, 5, 6]
+    assert not b.host.stats.lost
+    store.close()
 
 
 # --- one RESEND at a time, on a line paced like the board's UART ---

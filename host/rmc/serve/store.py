@@ -220,8 +220,9 @@ class Resume:
     """What a restarted service needs to take up a table again."""
 
     high: dict[int, int]  # boot -> highest seq stored
-    # boot -> seqs missing (sorted) between the boot's lowest stored seq (first boot) or 1
-    # (later boots) and its highest; only boots with something missing
+    # boot -> seqs missing (sorted) from 1 to the boot's highest stored seq, the first boot
+    # too: a service that joined a boot mid-stream asks for its start (rmc.link's
+    # from_start) and may have been stopped before it came; only boots with something missing
     missing: dict[int, list[int]]
     first_boot: int | None
     events: dict[str, int]  # kind -> events stored (the next n)
@@ -824,10 +825,9 @@ class Store:
             for boot, low, top, count in boots:
                 high[boot] = top
                 total += count
-                start = low if boot == first_boot else 1
-                if count == top - start + 1:
-                    continue  # nothing missing: no need to look for the gaps
-                gaps = list(range(start, low))
+                if count == top:
+                    continue  # 1 to top, nothing missing: no need to look for the gaps
+                gaps = list(range(1, low))
                 if count != top - low + 1:
                     gaps += self._gaps(conn, table, boot)
                 missing[boot] = gaps
