@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
 
+from rmc import infile
 from rmc.console import out_console
 
 _LINK_COMMANDS = ("RESEND", "STATUS")
@@ -23,7 +23,7 @@ def read_input(trace: str, key_file: str | None) -> tuple[bytes, bytes | None]:
 
     key = read_key(key_file)
     try:
-        return Path(trace).read_bytes(), key
+        return infile.read_bytes(trace), key
     except OSError as e:
         raise ValueError(f"cannot read {trace}: {e.strerror or e}") from None
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from rmc import HARDWARE_DIR
+from rmc import HARDWARE_DIR, infile
 from rmcfw.frames import wheel_id as _labels_id
 
 FORMAT = "rmc-trace/1"
@@ -121,7 +121,7 @@ def read_trace(path: Path | str) -> Trace:
     """Read a trace. TraceError when there is no valid header; bad later lines are kept as
     `errors` (a damaged trace is reported, never silently mended)."""
     try:
-        data = Path(path).read_bytes()
+        data = infile.read_bytes(path)
     except OSError as e:
         raise TraceError(f"cannot read {path}: {e.strerror or e}") from None
     return parse_trace(data)

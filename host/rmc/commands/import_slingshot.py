@@ -16,10 +16,9 @@ import argparse
 import os
 import stat
 import sys
-from pathlib import Path
 from typing import IO, Any
 
-from rmc import outfile
+from rmc import infile, outfile
 from rmc.console import err_console, fail
 
 CMD = "import-slingshot"
@@ -56,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from rmc.slingshot import import_log
 
     try:
-        text = Path(args.log).read_bytes().decode("latin-1")
+        text = infile.read_bytes(args.log).decode("latin-1")
     except OSError as e:
         return fail(CMD, f"cannot read {args.log}: {e.strerror or e}")
     try:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from rmc import infile
 from rmc.bets import BetsError, load_bets
 from rmc.console import out_console
 from rmc.limits import Table, TableError
@@ -238,7 +239,7 @@ def _recording(
         if args.trace is not None:
             where = args.trace
             try:
-                data = Path(args.trace).read_bytes()
+                data = infile.read_bytes(args.trace)
             except OSError as e:
                 raise SourceError(f"cannot read it: {e.strerror or e}") from None
             rec = from_trace(data, key, since, until)

@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from rmc import infile
 from rmc.stats.wheel_order import WheelOrder, order_of
 
 FIELDS = ("direction", "croupier", "session")
@@ -83,7 +83,7 @@ _RES = b",RES,"
 def read_trace_file(path: str) -> Source:
     """The results of a trace or a raw capture; SourceError when unusable."""
     try:
-        data = Path(path).read_bytes()
+        data = infile.read_bytes(path)
     except OSError as e:
         raise SourceError(f"cannot read {path}: {e.strerror or e}") from None
     return parse_source(data, path)
