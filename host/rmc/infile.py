@@ -38,3 +38,10 @@ def read_bytes(path: Path | str) -> bytes:
                 )
             chunks.append(chunk)
         return b"".join(chunks)
+
+
+def read_text(path: Path | str, encoding: str = "utf-8") -> str:
+    """The file's text, as Path.read_text gives it (universal newlines), read through
+    read_bytes: OSError when it cannot be read, UnicodeDecodeError when it is not `encoding`."""
+    text = read_bytes(path).decode(encoding)
+    return text.replace("\r\n", "\n").replace("\r", "\n")

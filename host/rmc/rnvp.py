@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rmc import infile
 from rmcfw import rnvp, ticks
 
 
@@ -63,7 +64,7 @@ def read_laps(path: str | Path) -> list[list[float]]:
     commas: "0,61;0,65" is not two laps) and a file without any spin."""
     spins = []
     first = True
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8-sig").splitlines(), 1):
+    for n, line in enumerate(infile.read_text(path, "utf-8-sig").splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue

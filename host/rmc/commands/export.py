@@ -16,6 +16,8 @@ import argparse
 import json
 from pathlib import Path
 
+from rmc import infile
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -95,7 +97,7 @@ def _wheel(path: str | None) -> object:
     from rmc.trace import wheel_id
 
     try:
-        wheel = json.loads(Path(path).read_text("utf-8"))
+        wheel = json.loads(infile.read_text(path))
     except OSError as e:
         raise ValueError(f"cannot read {path}: {e.strerror or e}") from None
     except (ValueError, UnicodeDecodeError) as e:

@@ -21,7 +21,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from rmc import FIRMWARE_DIR, HARDWARE_DIR
+from rmc import FIRMWARE_DIR, HARDWARE_DIR, infile
 from rmc.console import fail, out_console
 from rmc.rig import edges as edgemod
 from rmc.rig import pins as pinmod
@@ -101,7 +101,7 @@ def _key(path: str | None) -> bytes | None:
     from rmc.frames import load_key
 
     try:
-        return load_key(Path(path).read_text(encoding="ascii"))
+        return load_key(infile.read_text(path, "ascii"))
     except ValueError as e:  # not hex, not ASCII: one line of reason, not a traceback
         raise RigError(f"--key {path}: {e}") from None
 

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rmc import infile
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -78,7 +80,7 @@ def _drop_prior(args: argparse.Namespace) -> float:
     _, most = config.bounds("drop_ms")
     if args.wheel is not None:
         try:
-            wheel = json.loads(Path(args.wheel).read_text())
+            wheel = json.loads(infile.read_text(args.wheel))
         except OSError as e:
             raise ValueError(f"--wheel: cannot read {args.wheel}: {e.strerror or e}") from None
         except ValueError as e:

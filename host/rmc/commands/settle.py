@@ -6,7 +6,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -85,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         result_index(args.result)
         table = Table.load(args.limits or args.table)
-        text = sys.stdin.read() if args.bets == "-" else Path(args.bets).read_text("utf-8")
+        text = sys.stdin.read() if args.bets == "-" else infile.read_text(args.bets)
     except (ResultError, TableError) as e:
         print(f"rmc settle: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -12,6 +12,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from rmc import infile
 from rmc.rig import edges as edgemod
 from rmc.rig import pins as pinmod
 from rmc.rig.backends import Output, RigError, open_blinka
@@ -44,7 +45,7 @@ class RigConfig:
 
 def load_config(path: Path | str) -> RigConfig:
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(infile.read_text(path))
     except OSError as e:
         raise RigError(f"cannot read rig config {path}: {e.strerror or e}") from None
     except ValueError as e:

@@ -7,8 +7,9 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from pathlib import Path
 from typing import Any
+
+from rmc import infile
 
 TIMEOUT_S = 15.0  # a command waits for the table's answer (5 s) inside the service
 
@@ -32,7 +33,7 @@ class Client:
     @classmethod
     def from_token_file(cls, server: str, path: str) -> Client:
         try:
-            token = Path(path).read_text(encoding="utf-8").strip()
+            token = infile.read_text(path).strip()
         except (OSError, UnicodeDecodeError) as e:
             raise ClientError(
                 f"cannot read token file {path}: {getattr(e, 'strerror', None) or e}"

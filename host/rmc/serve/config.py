@@ -28,6 +28,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rmc import infile
 from rmc.serve.orders import ROLES
 from rmc.serve.tables import TableSpec
 
@@ -100,7 +101,7 @@ def read_key(path: Path) -> bytes:
 
 def read_token(path: Path) -> str:
     try:
-        token = path.read_text(encoding="utf-8").strip()
+        token = infile.read_text(path).strip()
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(
             f"cannot read token file {path}: {getattr(e, 'strerror', None) or e}"
@@ -124,7 +125,7 @@ def load(path: Path | None) -> ServeConfig:
     if path is None:
         return cfg
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(infile.read_text(path))
     except OSError as e:
         raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:

@@ -28,11 +28,13 @@ from pathlib import Path
 
 import numpy as np
 
+from rmc import infile
+
 
 def read_lap_rows(path: str | Path, newest_first: bool = False) -> list[list[float]]:
     """The rows of a lap file, oldest lap first, rounded to the millisecond."""
     rows: list[list[float]] = []
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
+    for line in infile.read_text(path).splitlines():
         vals = [round(float(x), 3) for x in line.split(",") if x.strip()]
         if vals:
             rows.append(vals[::-1] if newest_first else vals)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rmc import HARDWARE_DIR
+from rmc import HARDWARE_DIR, infile
 from rmcfw import numbers
 
 WHEEL_JSON = HARDWARE_DIR / "wheel.json"
@@ -77,7 +77,7 @@ def load_wheel(path: str | Path | None = None) -> Wheel:
     """Read and check a wheel definition; ValueError says what is wrong with it."""
     p = Path(path) if path is not None else WHEEL_JSON
     try:
-        raw = json.loads(p.read_text())
+        raw = json.loads(infile.read_text(p))
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"cannot read wheel definition {p}: {exc}") from exc
     try:
