@@ -270,6 +270,7 @@ class Board:
         # elsewhere (the virtual board's WebAssembly port) the seeded sequence, reproducible
         self.rand = lead.Hardware(os.urandom) if sys.platform == "rp2" else lead.Seeded()
         self.table = table.Table(wheel, self._no_emit, self.store, board=self)
+        self.table.pred.clock = time.ticks_us  # the predictor's refit in slices (rmcfw.rnvp)
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None
         # routine frames (STAT and RECALL always, a running ball's REV and RNVP too) wait in
@@ -441,35 +442,23 @@ class Board:
         pockets, the commands, the table's timers and the frames' way out. The slow inputs
         and outputs take turns, one a pass (each every 4 ms): the lid and incident inputs
         (debounced over 20 ms), the LED (blinking at 2.5 Hz at most) and the tx_overflow
-        fault. An idle pass then allocates nothing (no collection, no pause)."""
+        fault. An idle pass then allocates nothing (no collection, no pause).
+
+        Each function a pass calls keeps its frame within 11 words (locals and stack): a
+        bigger one MicroPython takes from the heap at each call (py/objfun.c,
+        VM_MAX_STATE_ON_STACK), and a multi-block allocation scans the heap's table past
+        every fragment: up to ~1 ms a call on a fragmented heap (docs/vpico.md, "Measured").
+        Hence the helpers below, each called only when it has work."""
         now = time.ticks_us()
         ms = time.ticks_ms()
         self.wire.ms = ms  # the frames' time stamp
-        tb = self.table
         if self.edges.drain(self._sink):
-            lost = self.edges.lost()  # (a full buffer has edges to drain: seen here)
-            if lost:
-                tb.edges_lost(lost)
+            self._lost()
         self.scan(now)
         if self.uart.any():
-            data = self.uart.read()
-            if data:
-                self.wire.feed(data)
-        tb.poll(now)
-        turn = self._turn
-        self._turn = (turn + 1) & 3
-        if turn < 2:
-            inp = self._inputs[turn]
-            v = inp.sample(ms)
-            if v is not None:
-                tb.feed(now, inp.channel, v)
-        elif turn == 2:
-            led = tb.led()
-            if led != self._led:
-                self.led_pin.value(led)
-                self._led = led
-        else:
-            self._tx_faults()
+            self._rx()
+        self.table.poll(now)
+        self._turns(now, ms)
         if self._txq:
             self._tx_flush(now)
         if self.wire.pending():
@@ -478,6 +467,33 @@ class Board:
             self._tx_release(now)
         if self.wdt is not None:
             self.wdt.feed()
+
+    def _lost(self):
+        lost = self.edges.lost()  # (a full buffer has edges to drain: seen after a drain)
+        if lost:
+            self.table.edges_lost(lost)
+
+    def _rx(self):
+        data = self.uart.read()
+        if data:
+            self.wire.feed(data)
+
+    def _turns(self, now, ms):
+        """The slow inputs and outputs, one a pass: lid, incident, LED, tx_overflow."""
+        turn = self._turn
+        self._turn = (turn + 1) & 3
+        if turn < 2:
+            inp = self._inputs[turn]
+            v = inp.sample(ms)
+            if v is not None:
+                self.table.feed(now, inp.channel, v)
+        elif turn == 2:
+            v = self.table.led()
+            if v != self._led:
+                self.led_pin.value(v)
+                self._led = v
+        else:
+            self._tx_faults()
 
     def pace(self):
         """Wait for the next pass's deadline, one period after the last one's: the grid does

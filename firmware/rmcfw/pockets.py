@@ -16,6 +16,7 @@ from rmcfw import channels
 
 NBYTES = const(5)
 _LAST_BITS = const(0xFE)  # byte 4 holds channels 32..38 in its top 7 bits
+_KEEP = bytes((0xFF, 0xFF, 0xFF, 0xFF, _LAST_BITS))  # the pocket bits of each byte
 
 
 def _count(buf):
@@ -51,17 +52,16 @@ class Pockets:
 
     def scan(self, t, buf):
         """A snapshot of the chain (5 bytes, see above). Returns 1 if an input changed."""
-        raw = self.raw
+        # (few locals: a frame over 11 words is taken from the heap at each call)
         changed = 0
-        for i in range(NBYTES):
-            b = buf[i]
-            if i == NBYTES - 1:
-                b &= _LAST_BITS  # the chain's 40th input is not a pocket
-            old = raw[i]
-            if b != old:
-                self._fell[i] |= old & ~b
-                raw[i] = b
+        i = 0
+        while i < NBYTES:
+            b = buf[i] & _KEEP[i]  # the chain's 40th input is not a pocket
+            if b != self.raw[i]:
+                self._fell[i] |= self.raw[i] & ~b
+                self.raw[i] = b
                 changed = 1
+            i += 1
         if changed:
             self._update(t)
         return changed

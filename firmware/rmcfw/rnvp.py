@@ -12,13 +12,14 @@
 # This module holds the Predictor the table uses, which ties them together.
 from math import exp
 
-from rmcfw import rnvp_learn, rnvp_wheel, ticks
-from rmcfw.rnvp_call import MIN_LAPS, Ahead, drop_call  # noqa: F401  MIN_LAPS: read by the host
+from rmcfw import rnvp_learn, rnvp_slices, rnvp_wheel, ticks
+from rmcfw.rnvp_call import MIN_LAPS, Ahead, drop_call_steps  # noqa: F401  MIN_LAPS: host's
 from rmcfw.rnvp_passes import Passes
-from rmcfw.rnvp_readings import readings
+from rmcfw.rnvp_readings import readings_steps
 from rmcfw.rnvp_wheel import Wheel
 
 _NOISE_NEW = 1e-4  # s^2: (10 ms)^2, the timing noise assumed before any spin
+SLICE_US = rnvp_slices.SLICE_US  # a slice of the refit: its first checkpoint after this long
 WHY_FIT = "fit"
 WHY_LIMIT = "limit"
 
@@ -41,6 +42,13 @@ class Predictor:
 
     The parts: `passes` (the spin's pass times and fits), `wheel` (what is learned), `ahead`
     (the passes ahead of a pass call).
+
+    clock: None, or a function giving the ticks clock now (us, 30 bits: the board's
+    time.ticks_us). With one, lap() only starts the pass's refit: it runs in slices of about
+    SLICE_US, the first in lap() itself, the others in work(), one a main loop pass; until
+    it is over, `pending` is True and the deadline is the safety limit's. Without one, lap()
+    does it all, as does a clock that does not move while it works (a simulated one). Either
+    way the deadline it ends with is the same.
     """
 
     def __init__(
@@ -63,6 +71,8 @@ class Predictor:
         self.wheel = Wheel(last_lap_s, margin)
         self.ahead = Ahead()
         self.wheel.set_prior(drop_s)
+        self.clock = None
+        self._work = None  # the pass's refit under way: its steps (rmcfw.rnvp_slices)
         self.reset(0)
 
     # what the table and the host read of the wheel learned
@@ -88,6 +98,7 @@ class Predictor:
 
     def set_prior(self, drop_s):
         """The wheel's ball period at the drop (s) from its geometry; 0: unknown."""
+        self.finish()  # a refit under way ends with what it began with
         self.wheel.set_prior(drop_s)
 
     def last_lap_s(self):
@@ -96,6 +107,7 @@ class Predictor:
 
     def reset(self, t0):
         """A new spin whose first pass is at t0 (us ticks)."""
+        self._work = None  # a refit of the spin before: of no use now
         self.t0 = t0
         self.passes.count = 1
         self.passes.times[0] = 0.0  # a spin of over PASSES passes moved its later ones here
@@ -105,23 +117,68 @@ class Predictor:
         self.revs_left = None
 
     def lap(self, t):
-        """The ball passed again at t (us ticks): refit, and move the deadline."""
+        """The ball passed again at t (us ticks): refit, and move the deadline. With a
+        clock, the refit's first slice only (work() runs the others): the deadline returned
+        is then the safety limit's until it is over."""
         s = ticks.diff(t, self.t0) / 1e6
         passes = self.passes
         passes.add(s)
         lim = self.limit()
         limit = s + lim
+        # the previous pass's fit is stale now: the safety limit alone, until the refit
+        self.deadline = ticks.add(self.t0, int(limit * 1e6))
+        self.why = WHY_LIMIT
         if s - passes.times[passes.count - 2] >= lim:
-            call = s  # that lap already took longer than the limit
+            self._work = None
+            self._place(s, limit)  # that lap already took longer than the limit
         else:
-            call = self._predict(s)
+            self._work = self._refit(s, limit)
+            self._slice()
+        return self.deadline
+
+    @property
+    def pending(self):
+        """A pass's refit is under way: its deadline is not known yet."""
+        return self._work is not None
+
+    def work(self):
+        """One slice of the pass's refit, if one is under way: it stops at the first
+        checkpoint after SLICE_US on the clock (without a clock it runs to its end). True
+        once none is left."""
+        return self._slice()
+
+    def _slice(self):
+        steps = self._work
+        if steps is None:
+            return True
+        rnvp_slices.begin(self.clock)
+        for _ in steps:
+            return False  # the steps yield only when the slice's time is up
+        self._work = None
+        return True
+
+    def finish(self):
+        """The pass's refit under way, if any, run to its end at once."""
+        steps = self._work
+        if steps is not None:
+            rnvp_slices.run(steps)
+            self._work = None
+
+    def _refit(self, s, limit):
+        """The refit of the pass at s, as resumable steps: the deadline it gives, set at
+        the end."""
+        call = yield from self._predict(s)
+        self._place(call, limit)
+
+    def _place(self, call, limit):
+        """The deadline at call (s from the first pass), or at the limit when none comes
+        before it."""
         if call is not None and call < limit:
             self.deadline = ticks.add(self.t0, int(call * 1e6))
             self.why = WHY_FIT
         else:
             self.deadline = ticks.add(self.t0, int(limit * 1e6))
             self.why = WHY_LIMIT
-        return self.deadline
 
     def limit(self):
         """The safety limit on a lap (s): limit_s, or for a wheel known to drop at a slower
@@ -140,13 +197,17 @@ class Predictor:
     def learn_drop(self):
         """The ball left the track after the last pass: learn drag and drop speed from the
         spin. Returns False when the spin is too short to learn from."""
+        # (a refit under way is dropped: the learning refits the passes its own way, and
+        # the pass's call is of no use once the ball has left)
+        self._work = None
         return rnvp_learn.learn_drop(self.wheel, self.passes, self.learn_drag)
 
     def _predict(self, s):
-        """Call time (s) from the fit, or None. Sets drop_s and revs_left."""
+        """Call time (s) from the fit, or None. Sets drop_s and revs_left. Resumable
+        (rmcfw.rnvp_slices)."""
         self.drop_s = None
         self.revs_left = None
-        f = self.passes.state(self.wheel.drag)
+        f = yield from self.passes.state_steps(self.wheel.drag)
         if f is None:
             return None
         u, b = f
@@ -154,18 +215,20 @@ class Predictor:
         if k > self.passes.recent:
             k = self.passes.recent
         if self.to_drop:
-            return drop_call(self, s, u, b, k)
-        return self._pass_call(s, u, k)
+            return (yield from drop_call_steps(self, s, u, b, k))
+        return (yield from self._pass_call(s, u, k))
 
     def _pass_call(self, s, u, k):
         """A lead counted to the last pass: the call most likely within +-0.5 s of it, with
-        its doubt weighed (rmcfw.rnvp_readings, rmcfw.rnvp_call); or None."""
+        its doubt weighed (rmcfw.rnvp_readings, rmcfw.rnvp_call); or None. Resumable."""
         w = self.wheel
         n0 = w.noise if w.noise_spins else _NOISE_NEW  # the timing noise expected
-        rs = readings(w, self.passes, u, k, n0)
+        rs = yield from readings_steps(w, self.passes, u, k, n0)
         if not rs:
             return None
-        d = self.ahead.decide(s, rs, self.passes.count, w.lap_noise, self.lead_s, self.lead_revs)
+        d = yield from self.ahead.decide_steps(
+            s, rs, self.passes.count, w.lap_noise, self.lead_s, self.lead_revs
+        )
         if d is None:
             return None
         call, aim = d
@@ -182,4 +245,5 @@ def export(p):
 def restore(p, data):
     """Back to what export() gave; ignores data that does not fit (older formats too: what
     they lack starts afresh)."""
+    p.finish()  # a refit under way ends with the wheel it began with
     return rnvp_wheel.restore(p.wheel, data)

@@ -11,6 +11,7 @@ from micropython import const
 
 from rmcfw.rnvp_maths import cdf, quad, sd, within
 from rmcfw.rnvp_readings import FIT_A, FIT_B, FIT_COV, FIT_NOISE, FIT_SEEN, weigh
+from rmcfw.rnvp_slices import over, run
 
 MAX_AHEAD = const(60)  # laps predicted at most (a ball hardly slowing: no prediction)
 MIN_LAPS = const(4)  # a spin of fewer laps is void: its last pass is at least the 4th
@@ -30,8 +31,13 @@ class Ahead:
         self.p_last = array("f", bytes(4 * MAX_AHEAD))
 
     def decide(self, s, readings, passes_seen, lap_noise, lead_s, lead_revs):
+        """decide_steps() run to its end."""
+        return run(self.decide_steps(s, readings, passes_seen, lap_noise, lead_s, lead_revs))
+
+    def decide_steps(self, s, readings, passes_seen, lap_noise, lead_s, lead_revs):
         """(call time (s), the pass ahead aimed at as the last), or None: the readings
-        mixed by their weights, at the current pass at s.
+        mixed by their weights, at the current pass at s. Resumable (rmcfw.rnvp_slices): a
+        checkpoint at each pass ahead and each call tried.
 
         Which pass is the last is uncertain (v_c, the fit): each pass ahead gets the
         probability that it is the last, and its time a standard error. The call may come
@@ -40,13 +46,15 @@ class Ahead:
         next pass may or may not be the last, a call just before it is within for the pass
         after it, whose lap is shorter than lead + 0.5 s: the doubt then costs little."""
         dom = weigh(readings)  # the pass times come from the likelier reading
-        n, first = self._fill(s, readings, dom, passes_seen, lap_noise)
+        if over():
+            yield
+        n, first = yield from self._fill(s, readings, dom, passes_seen, lap_noise)
         if first < 0:
             return None  # no end in sight: the safety limit stands
-        latest = self._latest(s, n)
+        latest = yield from self._latest(s, n)
         if lead_revs > 0:
-            return self._revs_call(s, n, latest, lead_revs)
-        return self._lead_call(s, n, first, latest, lead_s)
+            return (yield from self._revs_call(s, n, latest, lead_revs))
+        return (yield from self._lead_call(s, n, first, latest, lead_s))
 
     def _fill(self, s, readings, dom, passes_seen, lap_noise):
         """Follow the readings pass by pass ahead and fill the table; (passes in it, the
@@ -101,6 +109,8 @@ class Ahead:
             if nxt_alive < 1e-4 or (first >= 0 and n > first + 2) or lap < 0:
                 break
             t += lap
+            if over():
+                yield
         return n, first
 
     def _latest(self, s, n):
@@ -109,6 +119,8 @@ class Ahead:
         if self.p_last[0] <= _RISK:
             lo = s
             hi = self.time[n - 1]
+            if over():
+                yield
             if self._late(hi, n) <= _RISK:
                 lo = hi
             else:
@@ -118,6 +130,8 @@ class Ahead:
                         lo = x
                     else:
                         hi = x
+                    if over():
+                        yield
             latest = lo - _GUARD if lo - _GUARD > s else s
         return latest
 
@@ -147,6 +161,8 @@ class Ahead:
                     best = score
                     call = x
                     aim = k
+                if over():
+                    yield
         return call, aim
 
     def _revs_call(self, s, n, latest, revs):
@@ -170,6 +186,8 @@ class Ahead:
                 best = pl[j]
                 call = x
                 aim = j
+            if over():
+                yield
         return call, aim
 
     def _late(self, x, n):
@@ -229,9 +247,15 @@ def _normalise(readings):
 
 
 def drop_call(p, s, u, b, k):
+    """drop_call_steps() run to its end."""
+    return run(drop_call_steps(p, s, u, b, k))
+
+
+def drop_call_steps(p, s, u, b, k):
     """Call time (s) for the Predictor p at its pass at s, or None; sets p.drop_s and
     p.revs_left. u, b: the last lap's mean speed^2 and the friction (Passes.state), k:
-    the laps to fit."""
+    the laps to fit. Resumable (rmcfw.rnvp_slices): checkpoints in the fit and at each
+    lap run forward."""
     wheel = p.wheel
     passes = p.passes
     a = wheel.drag
@@ -245,7 +269,7 @@ def drop_call(p, s, u, b, k):
             p.revs_left = 0
             return s
         return None
-    f = passes.refine(a, (u + a * u - b) / 2, b, k)  # the table's sensors: exact passes
+    f = yield from passes.refine_steps(a, (u + a * u - b) / 2, b, k)  # sensors: exact passes
     if f is None:
         return None
     v, b = f
@@ -261,15 +285,20 @@ def drop_call(p, s, u, b, k):
         t += 2.0 / (v**0.5 + nxt**0.5)  # a lap with speed^2 linear in the angle
         v = nxt
         n += 1
+        if over():
+            yield
     if n >= MAX_AHEAD:
         return None
-    p.revs_left = n
     if p.lead_revs > 0:
-        p.drop_s = t
         # the pass lead_revs laps before the last: the pass n - lead_revs ahead
-        if n <= p.lead_revs:
-            return s
-        return _pass_ahead(a, s, u, b, n - p.lead_revs)
+        call = s
+        if n > p.lead_revs:
+            call = yield from _pass_ahead(a, s, u, b, n - p.lead_revs)
+        # (set once the steps are over: none is known while they are under way)
+        p.revs_left = n
+        p.drop_s = t
+        return call
+    p.revs_left = n
     if v > v_c:
         # the part of the lap until the speed^2, linear in the angle, meets v_c
         nxt = a * v - b
@@ -279,10 +308,13 @@ def drop_call(p, s, u, b, k):
 
 
 def _pass_ahead(a, s, u, b, k):
-    """Time (s) of the k-th pass after the one at s, from the last lap's mean u."""
+    """Time (s) of the k-th pass after the one at s, from the last lap's mean u.
+    Resumable: a checkpoint at each lap."""
     v = (u + a * u - b) / 2
     for _ in range(k):
         nxt = a * v - b
         s += 2.0 / (v**0.5 + nxt**0.5)
         v = nxt
+        if over():
+            yield
     return s

@@ -2,6 +2,8 @@
 # form. Plain functions, so that every module of the predictor computes them the same way.
 from math import exp, sqrt
 
+from rmcfw.rnvp_slices import over, run
+
 try:
     from math import erf
 except ImportError:  # a port built without the special functions
@@ -42,8 +44,14 @@ def quad(x, y, z, xx, xy, yy, xz, yz, zz):
 
 
 def invert4(m):
+    """invert4_steps() run to its end."""
+    return run(invert4_steps(m))
+
+
+def invert4_steps(m):
     """Invert the symmetric 4x4 matrix m (a flat list, upper triangle filled) in place, by
-    Gauss-Jordan without pivoting (a normal matrix: positive definite). False if singular."""
+    Gauss-Jordan without pivoting (a normal matrix: positive definite). False if singular.
+    Resumable (rmcfw.rnvp_slices): a checkpoint after each pivot."""
     for i in range(4):
         for j in range(i):
             m[4 * i + j] = m[4 * j + i]
@@ -63,4 +71,6 @@ def invert4(m):
                         if j != p:
                             m[4 * i + j] -= f * m[4 * p + j]
                     m[4 * i + p] = -f * d
+        if over():
+            yield
     return True

@@ -6,7 +6,8 @@ from math import sqrt
 
 from micropython import const
 
-from rmcfw.rnvp_maths import invert4
+from rmcfw.rnvp_maths import invert4_steps
+from rmcfw.rnvp_slices import over, run
 
 PASSES = const(64)  # pass times kept per spin (a spin has 10-25 laps)
 
@@ -48,7 +49,12 @@ class Passes:
         return 1.0 / (period * period)
 
     def state(self, a, k=None, fade=None):
-        """(u, b): the last lap's u and the friction b of this spin, or None.
+        """state_steps() run to its end."""
+        return run(self.state_steps(a, k, fade))
+
+    def state_steps(self, a, k=None, fade=None):
+        """(u, b): the last lap's u and the friction b of this spin, or None. Resumable
+        (rmcfw.rnvp_slices): a checkpoint after each lap.
 
         With the drag a known, the laps before the last one follow from those two values:
         u_(L-j) = u_L*c_j + b*d_j (c_j = a^-j, d_j = sum of a^-i for i = 1..j), so both come
@@ -79,6 +85,8 @@ class Passes:
             c *= inv
             d = d * inv + inv
             w *= fade
+            if over():
+                yield
         det = scc * sdd - scd * scd
         if det <= 0:
             return None
@@ -87,7 +95,12 @@ class Passes:
         return u, b
 
     def refine(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0, lap_noise=False):
+        """refine_steps() run to its end."""
+        return run(self.refine_steps(a, w, b, k, b0, lam, lam_a, lap_noise))
+
+    def refine_steps(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0, lap_noise=False):
         """(w, b) fitted to the last k+1 pass times themselves, from a first guess, or None.
+        Resumable (rmcfw.rnvp_slices): a checkpoint after each pass row and each pivot of a solve.
 
         Gauss-Newton, equal weights, four steps. Each step walks the model back from the
         last pass (_walk), sums the normal equations of the pass times' errors
@@ -107,8 +120,13 @@ class Passes:
             if w <= 0 or a <= 0:
                 return None
             rows = self._walk(a, w, b, k)
-            rss = self._lap_sums(rows) if lap_noise else self._pass_sums(rows, k)
-            if not self._walked or not self._solve(lam, lam * (b0 - b), lam_a, lam_a * (a0 - a)):
+            if lap_noise:
+                rss = yield from self._lap_sums(rows)
+            else:
+                rss = yield from self._pass_sums(rows, k)
+            if not self._walked:
+                return None
+            if not (yield from self._solve(lam, lam * (b0 - b), lam_a, lam_a * (a0 - a))):
                 return None
             y = self._y
             w += m[0] * y[0] + m[1] * y[1] + m[2] * y[2] + m[3] * y[3]
@@ -177,7 +195,7 @@ class Passes:
     def _pass_sums(self, rows, k):
         """The error is on each pass (sensors, video frames): the normal equations of the
         k+1 pass rows, in (dw, db, da, d_offset), into _m (upper triangle) and _y. Returns
-        the residual sum of squares."""
+        the residual sum of squares; a checkpoint after each row."""
         sww = swb = swa = sbb = sba = saa = 0.0  # sums of the gradients' products
         sw = sb = sa = 0.0  # ... and of the gradients: the offset's column
         yw = yb = ya = yo = 0.0  # the gradients times the residuals
@@ -197,6 +215,8 @@ class Passes:
             ya += ga * r
             yo += r
             rss += r * r
+            if over():
+                yield
         self._set(sww, swb, swa, sbb, sba, saa, yw, yb, ya)
         m = self._m
         m[3] = sw
@@ -209,7 +229,8 @@ class Passes:
     def _lap_sums(self, rows):
         """The error is on each lap (laps clocked one by one, so the passes drift): the
         normal equations of the lap rows, each the difference of the two pass rows around
-        it, in (dw, db, da) with no offset. Returns the residual sum of squares."""
+        it, in (dw, db, da) with no offset. Returns the residual sum of squares; a checkpoint
+        after each row."""
         sww = swb = swa = sbb = sba = saa = 0.0
         yw = yb = ya = 0.0
         rss = 0.0
@@ -233,6 +254,8 @@ class Passes:
             pw = dw
             pb = db
             pa = da
+            if over():
+                yield
         self._set(sww, swb, swa, sbb, sba, saa, yw, yb, ya)
         m = self._m
         m[3] = m[7] = m[11] = self._y[3] = 0.0  # no offset: its row says d_offset = 0
@@ -255,7 +278,8 @@ class Passes:
 
     def _solve(self, lam, lam_b, lam_a, lam_da):
         """Add the priors to the normal equations (on b: lam, lam_b; on a: lam_a, lam_da,
-        or a held when lam_a is 0) and invert the matrix in place. False if singular."""
+        or a held when lam_a is 0) and invert the matrix in place. False if singular.
+        Resumable: a checkpoint after each pivot."""
         m = self._m
         y = self._y
         m[5] += lam
@@ -266,4 +290,4 @@ class Passes:
         else:  # a held: its row says da = 0
             m[2] = m[6] = m[11] = y[2] = 0.0
             m[10] = 1.0
-        return invert4(m)
+        return (yield from invert4_steps(m))

@@ -7,6 +7,7 @@ from micropython import const
 
 from rmcfw.rnvp_learn import B_LAPS, NOISE_MIN
 from rmcfw.rnvp_maths import cdf, quad, sd
+from rmcfw.rnvp_slices import run
 from rmcfw.rnvp_wheel import A_NEW, SD_A, SD_WHEELS
 
 _NOISE_DOF = 6  # the noise seen in whole spins weighs as that many laps of this one
@@ -75,7 +76,13 @@ def weigh(readings):
 
 
 def readings(wheel, passes, u, k, n0):
-    """The readings of the spin, or an empty list.
+    """readings_steps() run to its end."""
+    return run(readings_steps(wheel, passes, u, k, n0))
+
+
+def readings_steps(wheel, passes, u, k, n0):
+    """The readings of the spin, or an empty list. Resumable (rmcfw.rnvp_slices):
+    checkpoints in each fit.
 
     Two readings: it is on the wheel learned (its drop speed and friction as the earlier
     spins had them), or on another one (a ball or wheel changed, a file of several
@@ -95,14 +102,18 @@ def readings(wheel, passes, u, k, n0):
     # (a few noisy laps may hide a slowing: then the friction they leave possible)
     lam_a_any = noise_floor / (SD_A * SD_A)
     few = k < B_LAPS
-    fit_any = fit(passes, wheel.lap_noise, A_NEW, u, k, n0, b_any, var_b_any, lam_a_any, few)
+    fit_any = yield from fit_steps(
+        passes, wheel.lap_noise, A_NEW, u, k, n0, b_any, var_b_any, lam_a_any, few
+    )
     seen = fit_any is not None and fit_any[FIT_SEEN] and fit_any[FIT_B] > 0
     fit_own = fit_any if seen else None
     p = wheel.p_same_wheel() if wheel.has_prior or wheel.learned else 0.0
     out = []
     if p > 0:
         b0, sd_log_b = wheel.friction_prior()
-        fit_learned = fit(passes, wheel.lap_noise, a, u, k, n0, b0, sd_log_b * sd_log_b, lam_a)
+        fit_learned = yield from fit_steps(
+            passes, wheel.lap_noise, a, u, k, n0, b0, sd_log_b * sd_log_b, lam_a
+        )
         if fit_learned is not None:
             c, var_c = wheel.belief()
             out.append(Reading(fit_learned, c, False, var_c, p))
@@ -136,16 +147,22 @@ def _p_learned(wheel, fit_own, b0, sd_log_b, b_any, var_b_any, p):
 
 
 def fit(passes, lap_noise, a, u, k, n0, b0, var_lb, lam_a, unseen=False):
+    """fit_steps() run to its end."""
+    return run(fit_steps(passes, lap_noise, a, u, k, n0, b0, var_lb, lam_a, unseen))
+
+
+def fit_steps(passes, lap_noise, a, u, k, n0, b0, var_lb, lam_a, unseen=False):
     """The pass times fitted with a prior b0 on the friction (log variance var_lb), as a
     tuple read by the FIT_ indices, or None for a ball not seen slowing; with unseen, then
     the friction it may have unseen (two standard errors over the fit) and FIT_SEEN False.
-    lap_noise: the noise is on each lap, the lap times are fitted."""
+    lap_noise: the noise is on each lap, the lap times are fitted. Resumable (checkpoints
+    in the fit)."""
     if lap_noise:  # a lap's variance: twice a pass's (n0 comes from pass-time fits)
         n0 *= 2.0
         lam_a *= 2.0
     pn = n0 if n0 > NOISE_MIN else NOISE_MIN
     lam = pn / (var_lb * b0 * b0)
-    f = passes.refine(a, (u + a * u - b0) / 2, b0, k, b0, lam, lam_a, lap_noise)
+    f = yield from passes.refine_steps(a, (u + a * u - b0) / 2, b0, k, b0, lam, lam_a, lap_noise)
     if f is None:
         return None
     v, b = f

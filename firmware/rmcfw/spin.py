@@ -87,6 +87,7 @@ class Spin:
     def apply_cfg(self):
         c = self.cfg
         p = self.pred
+        p.finish()  # a refit under way ends with the settings it began with
         p.lead_s = c.lead_ms / 1000
         p.lead_revs = c.lead_revs
         p.window_ms = c.lead_window_ms  # each spin's random extra lead (rmcfw.lead)
@@ -265,23 +266,41 @@ class Spin:
             return
         if not force and self.hop_sent and ticks.diff(t, self.t_hop) < HOP_MS * 1000:
             return  # (poll() sends it once the time is up)
+        self._hop_send(t)  # (apart: this check runs every pass the HOP is held back)
+
+    def _hop_send(self, t):
         self.hop_due = False
-        bits = self.pockets.bits
-        last = self.hop_bits
-        same = True
-        for i in range(len(bits)):
-            if bits[i] != last[i]:
-                same = False
-                last[i] = bits[i]
-        if same:
+        if self._hop_same():
             return
         self.hop_sent = True
         self.t_hop = t
+        self.emit(proto.T_HOP, self._hop_fields())
+
+    def _hop_fields(self):
+        return ("spin", self.st["spin"], "lit", frames.pocket_list(self._lit()))
+
+    def _hop_same(self):
+        """Whether the picture is the one the last HOP sent; it is the one sent from now."""
+        bits = self.pockets.bits
+        last = self.hop_bits
+        same = True
+        i = 0
+        while i < len(bits):
+            if bits[i] != last[i]:
+                same = False
+                last[i] = bits[i]
+            i += 1
+        return same
+
+    def _lit(self):
+        """The labels of the pockets held, in channel order."""
         lit = []
-        for ch in range(len(self.wheel)):
+        ch = 0
+        while ch < len(self.wheel):
             if self.pockets.held(ch):
                 lit.append(self.wheel[ch])
-        self.emit(proto.T_HOP, ("spin", self.st["spin"], "lit", frames.pocket_list(lit)))
+            ch += 1
+        return lit
 
     # --- time -------------------------------------------------------------------------
 
@@ -299,6 +318,7 @@ class Spin:
 
     def _poll_track(self, now):
         """Ball on the track, bets open: the predictor's call, then as in rnvp."""
+        self.pred.work()  # a slice of the pass's refit, while one is under way
         self._check_call(now)
         self._poll_rnvp(now)  # on, even if the call just moved the state to rnvp
 
@@ -311,8 +331,7 @@ class Spin:
             if p.fresh_count() >= 2:
                 # The ball fills one pocket at most: something else fell into the
                 # cylinder while the ball runs (decree 1-4), not a drop.
-                self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
-                self._incident(now, "object")
+                self._two_pockets(now)
             else:
                 self._drop(now)
         elif b.period_us or b.count == 1:
@@ -331,44 +350,54 @@ class Spin:
                     self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
 
     def _poll_dropped(self, now):
-        """Ball among the pockets: its result, an object, or no pocket holding it."""
-        p = self.pockets
-        c = self.cfg
+        """Ball among the pockets: its result, an object, or no pocket holding it. (Every
+        pass: its frame within 11 words, the rare ends in helpers: board_pico.Board.step.)"""
         if self.hop_due:
             self._hop(now, False)
-        held = ticks.diff(now, p.since)
-        if p.count:
+        p = self.pockets
+        n = p.count
+        if n:
             self.t_pocket = now
             self.touched = True
-        if p.count == 1 and held >= c.settle_ms * 1000:
-            self._result(now, p.first)
-        elif p.count >= 2 and held >= c.object_ms * 1000:
-            self.fault(proto.F_TWO_POCKETS, 1, "%d" % p.count)
-            self._incident(now, "object")
-        elif (
-            not p.count
-            and ticks.diff(now, self.t_pocket)
-            >= (c.dead_pocket_ms if self.touched else c.no_pocket_ms) * 1000
-        ):
-            self._hold += 1
-            try:
-                # the VOID first: the fault after it (a cut between them loses a fault
-                # frame, never the void)
-                if self.resumed:
-                    # its end came about the power cut, and no pocket holds the ball:
-                    # the result was not seen
-                    self._void(now, proto.V_POWER)
-                elif self.touched:
-                    # pockets saw the ball bounce, none sees it at rest: a dead sensor
-                    self._void(now, proto.V_SENSORS)
-                    self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
-                else:
-                    self._void(now, proto.V_BALL_OUT)
-                    self.fault(proto.F_NO_POCKET, 1, "")
-                self._end()
-            finally:
-                self._release()
-            self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
+            if n == 1:
+                if ticks.diff(now, p.since) >= self.cfg.settle_ms * 1000:
+                    self._result(now, p.first)
+            elif ticks.diff(now, p.since) >= self.cfg.object_ms * 1000:
+                self._two_pockets(now)
+        elif ticks.diff(now, self.t_pocket) >= self._no_pocket_us():
+            self._no_pocket(now)
+
+    def _two_pockets(self, now):
+        """Two pockets held while the ball runs or bounces: an object in the cylinder."""
+        self.fault(proto.F_TWO_POCKETS, 1, "%d" % self.pockets.count)
+        self._incident(now, "object")
+
+    def _no_pocket_us(self):
+        """No pocket held this long after the drop ends the spin (µs)."""
+        c = self.cfg
+        return (c.dead_pocket_ms if self.touched else c.no_pocket_ms) * 1000
+
+    def _no_pocket(self, now):
+        """No pocket holds the ball: the spin is void, and why."""
+        self._hold += 1
+        try:
+            # the VOID first: the fault after it (a cut between them loses a fault
+            # frame, never the void)
+            if self.resumed:
+                # its end came about the power cut, and no pocket holds the ball:
+                # the result was not seen
+                self._void(now, proto.V_POWER)
+            elif self.touched:
+                # pockets saw the ball bounce, none sees it at rest: a dead sensor
+                self._void(now, proto.V_SENSORS)
+                self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
+            else:
+                self._void(now, proto.V_BALL_OUT)
+                self.fault(proto.F_NO_POCKET, 1, "")
+            self._end()
+        finally:
+            self._release()
+        self._set(proto.S_BETS if self._more_spins() else proto.S_OPEN, now)
 
     def _poll_bets(self, now):
         # Bets open: the ball was picked up (every pocket was seen empty), so a pocket
@@ -381,27 +410,33 @@ class Spin:
         """Incident: the ball back in the previous result's pocket, once it has stopped."""
         if self.inc_back:
             return  # seen back: the relaunch is next (on_pass)
-        p = self.pockets
-        c = self.cfg
         quiet = ticks.diff(now, self.t_inc)
-        if self.inc_moving and quiet > self._stopped_us():
-            self.inc_moving = False  # no pass for longer than a lap: the ball is stopped
-        want = self._previous_channel()
         if self.inc_moving:
-            pass
-        elif p.count == 1 and ticks.diff(now, p.since) >= c.settle_ms * 1000:
+            if quiet <= self._stopped_us():
+                return
+            self.inc_moving = False  # no pass for longer than a lap: the ball is stopped
+        self._incident_back(now, quiet)
+
+    def _incident_back(self, now, quiet):
+        """The ball stopped: back in the previous result's pocket, or nowhere seen."""
+        p = self.pockets
+        want = self._previous_channel()
+        if p.count == 1 and ticks.diff(now, p.since) >= self.cfg.settle_ms * 1000:
             if want < 0 or p.first == want:
-                self.inc_back = True
-                # the pocket it is back in, for the host to check against the last result
-                fields = ("spin", self.st["spin"], "step", proto.INC_BACK)
-                self.emit(proto.T_INCIDENT, fields + ("num", self.wheel[p.first]))
-        elif not p.count and want >= 0 and quiet >= c.incident_ms * 1000:
+                self._back(self.wheel[p.first])
+        elif not p.count and want >= 0 and quiet >= self.cfg.incident_ms * 1000:
             # the ball nowhere to be seen this long: that pocket's sensor is likely dead
             # (the ball lies there unseen). The check cannot be made: the relaunch is let
             # through, bets closed as ever, and the dead sensor reported.
             self.fault(proto.F_POCKET_STUCK_OFF, 1, "%d" % want)
-            self.inc_back = True
-            self.emit(proto.T_INCIDENT, ("spin", self.st["spin"], "step", proto.INC_BACK))
+            self._back(None)
+
+    def _back(self, num):
+        """The ball back (num: the pocket it is back in, for the host to check against the
+        last result; None: not seen)."""
+        self.inc_back = True
+        fields = ("spin", self.st["spin"], "step", proto.INC_BACK)
+        self.emit(proto.T_INCIDENT, fields if num is None else fields + ("num", num))
 
     # --- the spin ---------------------------------------------------------------------
 

@@ -13,6 +13,13 @@ the rig (rmc.rig.virtual.VirtualRig, as tests/test_vpico.py plays it); at the en
 session the chip writes its figures to the flash, read back from the image. --short: no
 spin, the table idle for a few seconds of the chip's clock (heap and idle loop only).
 
+Diagnosis (not `make bench`'s): --parts times each part of `Board.step()` by the spin's
+state (wrappers of fixed arity that allocate nothing, ~50 µs each, so the pass's total is
+not the firmware's), and a fixed busy loop in each state (the interrupts' share); --catch
+STATE runs one pass in 97 of that state under `micropython.heap_lock()` and reports where it
+allocated (a frame MicroPython would take from the heap falls back to the C stack there:
+tests/test_fw_frames.py finds those).
+
 Every figure is the chip's own clock (emulated µs); the emulator's speed (emulated s per
 wall s) and the machine's load average are printed beside them, since they set the wall time
 only, not the chip's figures.
@@ -56,7 +63,9 @@ def _load() -> str:
     return f"load average {a:.2f} / {b:.2f} / {c:.2f} on {os.cpu_count()} cores"
 
 
-def flash_image(tmp: Path, end_ms: int, table: str | None) -> Path:
+def flash_image(
+    tmp: Path, end_ms: int, table: str | None, diag: dict[str, bytes] | None = None
+) -> Path:
     """The firmware as `make deploy` builds it, the bench's main.py in place of the
     firmware's, the probe compiled beside it, and the instant the session ends."""
     from rmc.vpico import build_image, firmware_files
@@ -72,6 +81,7 @@ def flash_image(tmp: Path, end_ms: int, table: str | None) -> Path:
     extra = {"bench_end.txt": str(end_ms).encode()}
     if table:
         extra["table.txt"] = table.encode()
+    extra.update(diag or {})
     return build_image(tmp / "flash.img", fw, extra)
 
 
@@ -91,14 +101,15 @@ def chip_figures(image: Path, timeout: float) -> dict[str, Any] | None:
     return None
 
 
-def session(tmp: Path, short: bool) -> dict[str, Any]:
-    """One normal spin (or, short, an idle table) on the virtual Pico; all that is measured."""
+def session(tmp: Path, short: bool, diag: dict[str, bytes] | None = None) -> dict[str, Any]:
+    """One normal spin (or, short, an idle table) on the virtual Pico; all that is measured.
+    diag: the probe's diagnosis files (bench_parts.txt, bench_catch.txt) put on the flash."""
     from rmc.vpico import VirtualPico
 
     out: dict[str, Any] = {"short": short}
     t0 = time.monotonic()
     if short:
-        img = flash_image(tmp, int(SHORT_S * 1000), None)
+        img = flash_image(tmp, int(SHORT_S * 1000), None, diag)
         with VirtualPico(image=img, flash_timing=True) as vp:
             if not vp.wait_event("boot", timeout=60):
                 raise RuntimeError("the virtual Pico did not boot within 60 s")
@@ -118,7 +129,7 @@ def session(tmp: Path, short: bool) -> dict[str, Any]:
     # the chip's loop ends END_MARGIN_S after the rig stops waiting (the feed's base, the
     # chip's clock when the trace starts, is well under that after the boot)
     end_ms = int(end_us / 1000 + (TAIL_S + END_MARGIN_S) * 1000)
-    img = flash_image(tmp, end_ms, trace.header["table"])
+    img = flash_image(tmp, end_ms, trace.header["table"], diag)
     record = tmp / "run.jsonl"
     with VirtualPico(image=img, sensors=init, speed=1.0, flash_timing=True) as vp:
         if not vp.wait_event("boot", timeout=60):
@@ -253,13 +264,40 @@ def _irqs(c: dict[str, Any]) -> list[Figure]:
     return out
 
 
+def _parts(c: dict[str, Any]) -> list[Figure]:
+    """--parts: each part of step() by the spin's state, inclusive, µs a pass of that state."""
+    names, pt, ps = c.get("parts"), c.get("part_times"), c["per_state"]
+    if not names:
+        return []
+    out, npart = [], len(names)
+    wrap = c.get("costs", {}).get("part_wrapper_us", 0.0)
+    for i, state in enumerate(c["states"]):
+        passes = ps[4 * i]
+        if not passes:
+            continue
+        cells = []
+        for k, name in enumerate(names):
+            j = 2 * (i * npart + k)
+            calls, us = pt[j], pt[j + 1]
+            if calls:
+                cells.append(f"{name} {us / passes:.0f} ({calls / passes:.2f}x)")
+        out.append(
+            Figure(f"  parts in {state}", f"{ps[4 * i + 1] / passes / 1000:.3f} ms",
+                   "µs a pass, inclusive (calls a pass): " + ", ".join(cells))
+        )  # fmt: skip
+    out.append(Figure("  a part's timing wrapper", f"{wrap:.1f} µs", "each call, in the above"))
+    return out
+
+
 def figures(m: dict[str, Any]) -> list[Figure]:
     c = m.get("chip") or {}
     st = m["status"]
     if not c or "error" in c:
         why = c.get("error") if c else "no figures from the chip (bench_out.json never written)"
         return [Figure("chip figures", "failed", str(why))]
-    out = _heap(c) + _loop(c) + _states(c) + _irqs(c)
+    out = _heap(c) + _loop(c) + _states(c) + _parts(c) + _irqs(c)
+    for k, text in enumerate(c.get("caught", [])):
+        out.append(Figure(f"allocation caught ({k + 1})", "", text))
     costs = c.get("costs", {})
     lap = c["lap"]
     if lap[0]:
@@ -304,8 +342,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"no spin: the idle table, {SHORT_S:.0f} s of the chip's clock (RMC_BENCH_SHORT=1)",
     )
+    ap.add_argument(
+        "--parts",
+        action="store_true",
+        help="diagnosis: time each part of step() by the spin's state (slows each pass)",
+    )
+    ap.add_argument(
+        "--catch",
+        metavar="STATE",
+        help="diagnosis: now and then a pass in STATE under heap_lock, where it allocates",
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "build" / "bench" / "vpico.json")
     a = ap.parse_args(argv)
+    diag = {}
+    if a.parts:
+        diag["bench_parts.txt"] = b""
+    if a.catch:
+        diag["bench_catch.txt"] = a.catch.encode()
     short = a.short or bool(os.environ.get("RMC_BENCH_SHORT"))
     console = Console(width=max(Console().width, 150))
     from rmc.vpico import missing
@@ -317,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
     load0 = _load()
     try:
         with tempfile.TemporaryDirectory() as tmp, console.status("the emulated RP2040..."):
-            m = session(Path(tmp), short)
+            m = session(Path(tmp), short, diag)
     except Exception as e:  # the emulator, the rig or the build: one line, not a traceback
         console.print(f"bench_vpico: failed: {type(e).__name__}: {e}", markup=False)
         return 1

@@ -40,6 +40,7 @@ HS = array("L", [0] * 7)  # step times: <=0.5 ms, <=0.75, <=1, <=2, <=5, <=20, m
 IRQ = array("L", [0] * 12)  # per handler (ball_a, ball_b, rotor_a, rotor_b): count, sum, max
 LAP = array("L", [0] * 3)  # predictor lap(): count, sum, max
 LAPS = array("L", [0] * 64)  # each of the first 64 lap() times, in order
+WORK = array("L", [0] * 3)  # predictor work() with a refit under way: count, sum, max
 PERIOD_HI = (1050, 2000, 5000, 20000, 50000)
 STEP_HI = (500, 750, 1000, 2000, 5000, 20000)
 HEAP_MASK = 1023  # gc.mem_free() every 1024 passes (~1 s)
@@ -104,6 +105,126 @@ def _timed_lap(pred):
         return r
 
     pred.lap = timed  # an instance attribute: Spin calls self.pred.lap(t)
+    work = pred.work
+
+    def timed_work():  # the refit's later slices (rmcfw.rnvp): WORK count, sum, max
+        if not pred.pending:
+            return work()
+        t0 = tk()
+        r = work()
+        d = df(tk(), t0)
+        WORK[0] += 1
+        WORK[1] += d
+        if d > WORK[2]:
+            WORK[2] = d
+        return r
+
+    pred.work = timed_work
+
+
+# --- where a pass's time goes (bench_parts.txt on the flash: `bench_vpico.py --parts`) ----
+#
+# Each part of Board.step() (and of Table.poll, Spin.poll) wrapped by an instance attribute
+# that times it into PT by the spin's state at the pass's start: inclusive times (a part's
+# own wrapped parts inside it), each wrapper's own cost measured apart (_costs). Slows the
+# pass by the wrappers' cost; the parts' shares are what it is for, not the pass's total.
+PARTS = (
+    "edges.drain", "board.scan", "table.scan", "wire.feed", "table.poll", "ball.poll",
+    "rotor.poll", "spin.poll", "spin.state_poll", "input.sample", "table.led",
+    "board.tx_faults", "board.tx_flush", "wire.pending", "wire.pump", "board.tx_release",
+    "wdt.feed", "spin.hop", "board.send", "uart.write", "busy",
+)  # fmt: skip
+NP = len(PARTS)
+PT = array("L", [0] * (2 * NP * (len(STATES) + 1)))  # per state and part: calls, µs
+CUR = array("L", [len(STATES)])  # the state of the pass under way (an index into STATES)
+
+
+def _part(obj, name, k, fn=None, arity=0):
+    """obj.name (or fn), called with `arity` arguments, timed as part k; set as obj.name (an
+    instance attribute). A wrapper of fixed arity: `*a` would allocate a tuple a call."""
+    f = fn if fn is not None else getattr(obj, name)
+
+    def add(t0):
+        j = 2 * (CUR[0] * NP + k)
+        PT[j] += 1
+        PT[j + 1] += df(tk(), t0)
+
+    def timed0():
+        t0 = tk()
+        r = f()
+        add(t0)
+        return r
+
+    def timed1(x):
+        t0 = tk()
+        r = f(x)
+        add(t0)
+        return r
+
+    def timed2(x, y):
+        t0 = tk()
+        r = f(x, y)
+        add(t0)
+        return r
+
+    timed = (timed0, timed1, timed2)[arity]
+    if obj is not None:
+        setattr(obj, name, timed)
+    return timed
+
+
+class _Proxy:
+    """A native object (the UART, the WDT) whose methods the board calls, some timed."""
+
+    def __init__(self, obj, timed):
+        self._o = obj
+        for name in ("any", "read", "txdone", "write", "feed"):
+            if hasattr(obj, name):
+                setattr(self, name, getattr(obj, name))
+        for name, k, arity in timed:
+            _part(self, name, k, None, arity)
+
+
+def _busy():
+    """A fixed piece of work, no call, no allocation: slower in a state only when the
+    interrupts take more of the chip's time there."""
+    x = 0
+    for i in range(50):
+        x += i
+    return x
+
+
+def _timed_parts(b):
+    from rmcfw import spin as spin_mod
+
+    idx = {n: i for i, n in enumerate(PARTS)}
+    tb = b.table
+    sp = tb.spin
+    _part(b.edges, "drain", idx["edges.drain"], None, 1)
+    _part(b, "scan", idx["board.scan"], None, 1)
+    _part(tb, "scan", idx["table.scan"], None, 2)
+    _part(b.wire, "feed", idx["wire.feed"], None, 1)
+    _part(tb, "poll", idx["table.poll"], None, 1)
+    _part(tb.ball, "poll", idx["ball.poll"], None, 1)
+    _part(tb.rotor, "poll", idx["rotor.poll"], None, 1)
+    _part(sp, "poll", idx["spin.poll"], None, 1)
+    polls = spin_mod._POLLS
+    for s in list(polls):
+        polls[s] = _part(None, None, idx["spin.state_poll"], polls[s], 2)
+    for inp in b._inputs:
+        _part(inp, "sample", idx["input.sample"], None, 1)
+    _part(tb, "led", idx["table.led"])
+    _part(b, "_tx_faults", idx["board.tx_faults"])
+    _part(b, "_tx_flush", idx["board.tx_flush"], None, 1)
+    _part(b, "_tx_release", idx["board.tx_release"], None, 1)
+    _part(b.wire, "pending", idx["wire.pending"])
+    _part(b.wire, "pump", idx["wire.pump"])
+    _part(sp, "_hop", idx["spin.hop"], None, 2)
+    b.uart = _Proxy(b.uart, (("write", idx["uart.write"], 1),))
+    if b.wdt is not None:
+        b.wdt = _Proxy(b.wdt, (("feed", idx["wdt.feed"], 0),))
+    b.wire.write = _part(None, None, idx["board.send"], b.wire.write, 1)
+    return _part(None, None, idx["busy"], _busy)
 
 
 def _loop(step, pace, spin, stop_ms, limit, board=None, S=S, HP=HP, HS=HS, LAP=LAP, PS=PS):
@@ -122,6 +243,7 @@ def _loop(step, pace, spin, stop_ms, limit, board=None, S=S, HP=HP, HS=HS, LAP=L
     n_long = 0
     while n < limit:
         k = at(spin.state, other) * 4  # the state the pass starts in
+        CUR[0] = k // 4
         t0 = tk()
         step()
         d = df(tk(), t0)
@@ -194,6 +316,57 @@ def _loop(step, pace, spin, stop_ms, limit, board=None, S=S, HP=HP, HS=HS, LAP=L
     return n
 
 
+def _with_busy(step, busy):
+    """step(), then, every 16th pass, the fixed busy work (timed as a part)."""
+    n = array("L", [0])
+
+    def stepped():
+        step()
+        n[0] += 1
+        if not n[0] & 15:
+            busy()
+
+    return stepped
+
+
+CAUGHT = []  # catch mode: where a pass in the state watched allocated (tracebacks)
+
+
+def _catching(step, spin, state, every=97, most=12):
+    """bench_catch.txt names a state: every `every`-th pass in it runs under heap_lock, and
+    the first allocation it makes raises MemoryError there, its traceback kept (the pass is
+    cut short: a diagnosis run, its other figures not the firmware's). Not seen so: a
+    function's frame that MicroPython takes from the heap (over 11 words) falls back to the
+    C stack under the lock (tests/test_fw_frames.py finds those)."""
+    import io
+
+    import micropython
+
+    seen = array("L", [0])
+
+    def catching():
+        if spin.state != state or len(CAUGHT) >= most:
+            return step()
+        seen[0] += 1
+        if seen[0] % every:
+            return step()
+        locked = True
+        micropython.heap_lock()
+        try:
+            step()
+        except MemoryError as e:
+            micropython.heap_unlock()  # (once: the lock is a depth count)
+            locked = False
+            s = io.StringIO()
+            sys.print_exception(e, s)
+            CAUGHT.append(s.getvalue())
+        finally:
+            if locked:
+                micropython.heap_unlock()
+
+    return catching
+
+
 def _costs(b):
     """What the timing itself costs, measured after the session (the watchdog fed)."""
     out = {}
@@ -222,6 +395,16 @@ def _costs(b):
     for _ in range(20):
         gc.mem_free()
     out["mem_free_us"] = df(tk(), t0) / 20
+    # a part's wrapper (bench_parts.txt): its own time, over a function doing nothing
+    w = _part(None, None, 0, nothing)  # (after the figures were copied: its cell unread)
+    t0 = tk()
+    for _ in range(n):
+        w()
+    wrapped = df(tk(), t0)
+    t0 = tk()
+    for _ in range(n):
+        nothing()
+    out["part_wrapper_us"] = (wrapped - df(tk(), t0)) / n
     b._feed()
     # A hard IRQ's entry and exit, which the wrappers do not see: rp2040js raises no GPIO
     # interrupt for a pin the core drives, so a hard Timer callback stands in (the port's
@@ -290,6 +473,7 @@ def _figures(b, boot_free, import_free, board_free, passes, t_start, t_end):
         "per_state": list(PS),
         "long_steps": [list(LONG[i : i + 4]) for i in range(0, 128, 4) if LONG[i + 1]],
         "lap": list(LAP),
+        "work": list(WORK),
         "laps_us": list(LAPS[: min(LAP[0], 64)]),
         "watchdog": b.wdt is not None,
         "reset": b.reset,
@@ -312,12 +496,25 @@ def main(boot_free, import_free):
     board_free = gc.mem_free()
     _timed_irqs(b)
     _timed_lap(b.table.pred)
+    parts = _exists("bench_parts.txt")
+    busy = _timed_parts(b) if parts else None
+    step = b.step
+    if _exists("bench_catch.txt"):
+        with open("bench_catch.txt") as f:
+            step = _catching(step, b.table.spin, f.read().strip())
+    if busy is not None:
+        step = _with_busy(step, busy)
     try:
         t_start = tk()
         b._due = t_start
-        passes = _loop(b.step, b.pace, b.table.spin, stop_ms, 0x3FFFFFFF, b)
+        passes = _loop(step, b.pace, b.table.spin, stop_ms, 0x3FFFFFFF, b)
         t_end = tk()
         doc = _figures(b, boot_free, import_free, board_free, passes, t_start, t_end)
+        if parts:
+            doc["parts"] = list(PARTS)
+            doc["part_times"] = list(PT)
+        if CAUGHT:
+            doc["caught"] = CAUGHT
         b._feed()
         doc["costs"] = _costs(b)
     except Exception as e:  # the figures say why, rather than a reset the host cannot read

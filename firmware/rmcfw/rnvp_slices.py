@@ -1,0 +1,40 @@
+# The predictor's work as resumable steps (docs/firmware.md, "The predictor": in slices).
+#
+# A refit takes tens of ms on the chip: too long for one pass of the 1 ms main loop. Its parts
+# are generators, chained with `yield from`, that return their result at the end. At each
+# row or iteration boundary (a checkpoint) they ask over(), and yield only when the slice's
+# time is up: one resumption of the chain a slice, not one a checkpoint (each costs a call
+# per generator in the chain). The table's predictor runs them a slice at a time
+# (rmcfw.rnvp.Predictor.work); everyone else runs them to the end at once with run(), which
+# gives exactly what the same steps give in slices.
+from micropython import const
+
+SLICE_US = const(500)  # a slice stops at its first checkpoint after this long
+_MASK = const(0x3FFFFFFF)  # the ticks clock's (rmcfw.ticks)
+
+_clock = None  # the slice under way: its clock (None: no slicing) ...
+_start = 0  # ... and when it began
+
+
+def begin(clock):
+    """A slice begins now, on clock (a ticks_us function), or none when clock is None."""
+    global _clock, _start
+    _clock = clock
+    if clock is not None:
+        _start = clock()
+
+
+def over():
+    """The slice's time is up (never without a clock): a checkpoint yields."""
+    c = _clock
+    return c is not None and (c() - _start) & _MASK >= SLICE_US
+
+
+def run(steps):
+    """Run resumable steps to their end at once, unsliced: their result."""
+    begin(None)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as e:
+            return e.value
