@@ -41,6 +41,7 @@ EVERY_PASS = [
     ("rmcfw/table.py", "Table", "sink"),
     ("rmcfw/table.py", "Table", "led"),
     ("rmcfw/spin.py", "Spin", "poll"),
+    ("rmcfw/spin.py", "Spin", "_learn_more"),  # (each pass of a learning after a result)
     ("rmcfw/spin.py", "Spin", "_poll_track"),
     ("rmcfw/spin.py", "Spin", "_poll_rnvp"),
     ("rmcfw/spin.py", "Spin", "_poll_dropped"),
@@ -54,6 +55,9 @@ EVERY_PASS = [
     ("rmcfw/spin.py", "Spin", "_hop_fields"),
     ("rmcfw/spin.py", "Spin", "_hop_same"),
     ("rmcfw/spin.py", "Spin", "_lit"),
+    ("rmcfw/rnvp.py", "Predictor", "work"),
+    ("rmcfw/rnvp.py", "Predictor", "_slice"),
+    ("rmcfw/rnvp.py", "Predictor", "learn_work"),
     ("rmcfw/pockets.py", "Pockets", "scan"),
     ("rmcfw/edges.py", "Edges", "drain"),
     ("rmcfw/ball.py", "Ball", "poll"),

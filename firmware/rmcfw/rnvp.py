@@ -49,6 +49,12 @@ class Predictor:
     it is over, `pending` is True and the deadline is the safety limit's. Without one, lap()
     does it all, as does a clock that does not move while it works (a simulated one). Either
     way the deadline it ends with is the same.
+
+    The learning after a result may run in slices too (learn_start(), then learn_work() one
+    a main loop pass, while `learning` is not None), the first in learn_start() itself:
+    until it ends the wheel is half-learned, so whatever reads the wheel or the spin's
+    passes (a new spin, a setting, the wheel's figures, export, restore) first runs the rest
+    of it at once. learn_drop() learns at once; both learn exactly the same.
     """
 
     def __init__(
@@ -73,27 +79,34 @@ class Predictor:
         self.wheel.set_prior(drop_s)
         self.clock = None
         self._work = None  # the pass's refit under way: its steps (rmcfw.rnvp_slices)
+        self.learning = None  # the learning after a result under way: its steps
         self.reset(0)
 
     # what the table and the host read of the wheel learned
+    # (each first ends a learning under way: a half-learned wheel is never read)
     @property
     def learned(self):
+        self.finish_learning()
         return self.wheel.learned
 
     @property
     def wheels(self):
+        self.finish_learning()
         return self.wheel.wheels
 
     @property
     def drop_prior_s(self):
+        self.finish_learning()
         return self.wheel.drop_prior_s
 
     @property
     def lap_noise(self):
+        self.finish_learning()
         return self.wheel.lap_noise
 
     @property
     def u_c(self):
+        self.finish_learning()
         return self.wheel.u_c
 
     def set_prior(self, drop_s):
@@ -103,10 +116,13 @@ class Predictor:
 
     def last_lap_s(self):
         """The learned drop speed as a period (s)."""
+        self.finish_learning()
         return self.wheel.last_lap_s()
 
     def reset(self, t0):
         """A new spin whose first pass is at t0 (us ticks)."""
+        if self.learning is not None:
+            self.finish_learning()  # the spin before's learning ends before its passes go
         self._work = None  # a refit of the spin before: of no use now
         self.t0 = t0
         self.passes.count = 1
@@ -120,6 +136,8 @@ class Predictor:
         """The ball passed again at t (us ticks): refit, and move the deadline. With a
         clock, the refit's first slice only (work() runs the others): the deadline returned
         is then the safety limit's until it is over."""
+        if self.learning is not None:
+            self.finish_learning()  # (a reset() ended it: only a lap() without one finds it)
         s = ticks.diff(t, self.t0) / 1e6
         passes = self.passes
         passes.add(s)
@@ -158,11 +176,19 @@ class Predictor:
         return True
 
     def finish(self):
-        """The pass's refit under way, if any, run to its end at once."""
+        """The pass's refit under way, if any, run to its end at once; and the learning."""
         steps = self._work
         if steps is not None:
             rnvp_slices.run(steps)
             self._work = None
+        self.finish_learning()
+
+    def finish_learning(self):
+        """The learning under way, if any, run to its end at once."""
+        steps = self.learning
+        if steps is not None:
+            self.learning = None
+            rnvp_slices.run(steps)
 
     def _refit(self, s, limit):
         """The refit of the pass at s, as resumable steps: the deadline it gives, set at
@@ -196,11 +222,33 @@ class Predictor:
 
     def learn_drop(self):
         """The ball left the track after the last pass: learn drag and drop speed from the
-        spin. Returns False when the spin is too short to learn from."""
+        spin, at once. Returns False when the spin is too short to learn from."""
+        self.finish_learning()
         # (a refit under way is dropped: the learning refits the passes its own way, and
         # the pass's call is of no use once the ball has left)
         self._work = None
         return rnvp_learn.learn_drop(self.wheel, self.passes, self.learn_drag)
+
+    def learn_start(self):
+        """learn_drop() in slices: its first slice now (with a clock; without one, or with
+        one that does not move while it works, all of it), the others in learn_work().
+        True once it is over (`learning` is None then)."""
+        self.finish_learning()
+        self._work = None  # (as learn_drop)
+        self.learning = rnvp_learn.learn_drop_steps(self.wheel, self.passes, self.learn_drag)
+        return self.learn_work()
+
+    def learn_work(self):
+        """One slice of the learning under way, if any (a slice: as work()'s). True once
+        none is left."""
+        steps = self.learning
+        if steps is None:
+            return True
+        rnvp_slices.begin(self.clock)
+        for _ in steps:
+            return False  # the steps yield only when the slice's time is up
+        self.learning = None
+        return True
 
     def _predict(self, s):
         """Call time (s) from the fit, or None. Sets drop_s and revs_left. Resumable
@@ -238,7 +286,9 @@ class Predictor:
 
 
 def export(p):
-    """What a predictor learned, as plain data for the power-safe state."""
+    """What a predictor learned, as plain data for the power-safe state (a learning under
+    way ended first; a refit under way goes on: it leaves the wheel as it is)."""
+    p.finish_learning()
     return rnvp_wheel.export(p.wheel)
 
 

@@ -1,12 +1,15 @@
 # Learning the wheel from a spin that ended: the ball left the track after its last pass.
 # Each function reads the spin's passes (rmcfw.rnvp_passes) and updates what the predictor
 # knows of the wheel (rmcfw.rnvp_wheel). docs/firmware.md, "Learning the wheel".
+# The learning is resumable steps (rmcfw.rnvp_slices): the table runs it in slices after the
+# result (rmcfw.rnvp.Predictor.learn_start), everyone else at once (learn_drop).
 from math import exp, log, sqrt
 
 from micropython import const
 
 from rmcfw.rnvp_maths import cdf, sd
 from rmcfw.rnvp_passes import PASSES
+from rmcfw.rnvp_slices import over, run
 from rmcfw.rnvp_wheel import A_MIN, A_NEW, SD_A, SD_WHEELS, SPINS, WIDEN
 
 LEARN_LAPS = const(4)  # a spin of that many laps teaches the timing noise...
@@ -27,25 +30,33 @@ _FORGET_LL = 0.9
 
 def learn_drop(wheel, passes, learn_drag=True):
     """The ball left the track after the last pass: learn drag and drop speed from the
-    spin. Returns False when the spin is too short to learn from."""
+    spin. Returns False when the spin is too short to learn from. (learn_drop_steps run to
+    its end at once.)"""
+    return run(learn_drop_steps(wheel, passes, learn_drag))
+
+
+def learn_drop_steps(wheel, passes, learn_drag=True):
+    """learn_drop() as resumable steps (rmcfw.rnvp_slices): the fits' checkpoints, and one
+    before the brackets' estimate. The wheel is half-learned until they end: nothing may
+    read it meanwhile (rmcfw.rnvp.Predictor finishes them first)."""
     laps = passes.count - 1
     if laps < 3:
         return False
     # the spin fitted with the drag the earlier spins left: for the change test and the
     # noise's kind (the pass-time fit's covariance and scatter are kept until both ran)
     a = wheel.drag
-    f = _spin_fit(wheel, passes, laps)
+    f = yield from _spin_fit_steps(wheel, passes, laps)
     rss = passes.rss
     if (wheel.learned or wheel.friction_spins) and laps >= LEARN_LAPS:
         wheel.changes *= 1.0 - 1.0 / _CHANGES_N
         if _changed(wheel, passes, f):
             wheel.changes += 1.0
             wheel.forget()
-    _learn_noise_kind(wheel, passes, f, rss, a)
+    yield from _learn_noise_kind_steps(wheel, passes, f, rss, a)
     if learn_drag and laps >= 6:
-        _learn_drag(wheel, passes, laps)
+        yield from _learn_drag_steps(wheel, passes, laps)
     a = wheel.drag
-    f = _spin_fit(wheel, passes, laps)
+    f = yield from _spin_fit_steps(wheel, passes, laps)
     if f is None:
         return False
     last, b, n = f  # speed^2 at the last pass, friction, laps fitted
@@ -53,10 +64,10 @@ def learn_drop(wheel, passes, learn_drag=True):
         _learn_noise(wheel, passes.rss / (n - 2))
         if b > 0:
             _learn_friction(wheel, b, passes.cov_bb * passes.rss / (n - 2) / (b * b))
-    return _learn_bracket(wheel, passes, a, last, b, n)
+    return (yield from _learn_bracket_steps(wheel, passes, a, last, b, n))
 
 
-def _learn_bracket(wheel, passes, a, last, b, n):
+def _learn_bracket_steps(wheel, passes, a, last, b, n):
     """v_c lay between the speed^2 at the last pass and the one the next pass would have
     had: that bracket of log v_c joins the recent spins'. False for a fit that does not
     slow down to a stop."""
@@ -70,13 +81,15 @@ def _learn_bracket(wheel, passes, a, last, b, n):
     low_se = sd(s2 * (a * a * passes.cov_ww - 2.0 * a * passes.cov_wb + passes.cov_bb)) / nxt
     high_se = sd(s2 * passes.cov_ww) / last
     if b > 0 and n >= LEARN_LAPS and (n >= B_LAPS or wheel.loss_spins == 0):
-        _learn_loss(wheel, passes, last, b, n)
+        yield from _learn_loss_steps(wheel, passes, last, b, n)
     i = wheel.learned % SPINS
     wheel.low[i] = log(nxt) - WIDEN * low_se
     wheel.high[i] = log(last) + WIDEN * high_se
     wheel.low_se[i] = low_se
     wheel.high_se[i] = high_se
     wheel.learned += 1
+    if over():
+        yield
     wheel.estimate(min(wheel.learned, SPINS))
     return True
 
@@ -88,22 +101,22 @@ def _learn_noise(wheel, variance):
     wheel.noise_spins += 1
 
 
-def _spin_fit(wheel, passes, laps):
+def _spin_fit_steps(wheel, passes, laps):
     """(speed^2 at the last pass, friction, laps fitted): the spin just ended, fitted
-    with the wheel's drag over its last laps (up to `recent`), or None."""
+    with the wheel's drag over its last laps (up to `recent`), or None. Resumable."""
     a = wheel.drag
-    f = passes.state(a)
+    f = yield from passes.state_steps(a)
     if f is None:
         return None
     u, b = f
     n = laps if laps < passes.recent else passes.recent
-    f = passes.refine(a, (u + a * u - b) / 2, b, n)
+    f = yield from passes.refine_steps(a, (u + a * u - b) / 2, b, n)
     if f is None:
         return None
     return f[0], f[1], n
 
 
-def _learn_noise_kind(wheel, passes, f, rp, a):
+def _learn_noise_kind_steps(wheel, passes, f, rp, a):
     """Whether the timing noise is on each pass or on each lap: the spin's likelihood
     under each, both fits having three parameters (speed, friction, and the pass times'
     offset or the first pass). The drag is the one the earlier spins left: this spin's
@@ -111,12 +124,14 @@ def _learn_noise_kind(wheel, passes, f, rp, a):
     times as a drift does, and may choose the laps' fit too: it is the safer one then
     (lapgen's wheels at 20 ms: pass noise 0-14 spins of 36, lap noise 11-35, and none
     on its fast wheel, whose spins are short). f: the spin's _spin_fit with drag a, rp
-    its sum of squares."""
+    its sum of squares. Resumable."""
     if f is None or f[2] < B_LAPS:
         return
     last, b, n = f
-    if rp < NOISE_MIN * n or passes.refine(a, last, b, n, lap_noise=True) is None:
+    if rp < NOISE_MIN * n:
         return  # times too exact to tell
+    if (yield from passes.refine_steps(a, last, b, n, 0.0, 0.0, 0.0, True)) is None:
+        return
     # the n laps, or the n pass times less the last one (whose own error the others
     # share), are equally many and told the same way: their maximum likelihoods compare
     if passes.rss > 0:
@@ -182,7 +197,7 @@ def _learn_friction(wheel, b, err):
     wheel.friction_spins += 1
 
 
-def _learn_loss(wheel, passes, last, b, n):
+def _learn_loss_steps(wheel, passes, last, b, n):
     """r, the share of v_c a lap from v_c would lose, as a spin on a wheel of its own
     (rmcfw.rnvp_readings) tells it: its drag fitted too, from what wheels in general have.
     v_c lay in (nxt, last], so r in [g + b/last, g + b/nxt). The middle, less the bracket's
@@ -190,7 +205,7 @@ def _learn_loss(wheel, passes, last, b, n):
     s2 = passes.rss / (n - 2)
     if s2 < NOISE_MIN:
         s2 = NOISE_MIN
-    f = passes.refine(A_NEW, last, b, n, 0.0, 0.0, s2 / (SD_A * SD_A))
+    f = yield from passes.refine_steps(A_NEW, last, b, n, 0.0, 0.0, s2 / (SD_A * SD_A))
     if f is None:
         return
     last, b = f
@@ -212,17 +227,17 @@ def _learn_loss(wheel, passes, last, b, n):
     wheel.loss_spins += 1
 
 
-def _learn_drag(wheel, passes, laps):
+def _learn_drag_steps(wheel, passes, laps):
     """Drag: fitted with the friction to the whole spin's pass times (the lap times, as
     differences of noisy passes, would bias it), and weighed by how sharply the spin
     tells it, so that short noisy spins move it little."""
     a = wheel.drag
-    f = passes.state(a, laps, 1.0)
+    f = yield from passes.state_steps(a, laps, 1.0)
     if f is None:
         return
     u, b = f
     n = laps if laps < PASSES - 1 else PASSES - 1
-    if passes.refine(a, (u + a * u - b) / 2, b, n, 0.0, 0.0, 1e-12) is None:
+    if (yield from passes.refine_steps(a, (u + a * u - b) / 2, b, n, 0.0, 0.0, 1e-12)) is None:
         return
     s2 = passes.rss / (n - 3)  # the pass-time variance of this spin
     if s2 < 1e-12:

@@ -310,11 +310,19 @@ class Spin:
         step = _POLLS.get(self.state)
         if step is not None:
             step(self, now)
+        if self.pred.learning is not None:
+            self._learn_more()  # the learning after a result, in whatever state follows
         c = self.cfg
         if self.t_lone >= 0 and ticks.diff(now, self.t_lone) > c.limit_ms * 1000:
             self.t_lone = -1  # no pass followed the lone one: a glitch, not a launch
         if c.status_ms and ticks.diff(now, self.t_status) >= c.status_ms * 1000:
             self.status(now)
+
+    def _learn_more(self):
+        """A slice of the predictor's learning after the result; its wheel saved once over
+        (a save meanwhile, or a launch, ends it at once: rmcfw.rnvp.Predictor)."""
+        if self.pred.learn_work():
+            self.save()
 
     def _poll_track(self, now):
         """Ball on the track, bets open: the predictor's call, then as in rnvp."""
@@ -641,10 +649,6 @@ class Spin:
             self._end()
             self._set(proto.S_RESULT, t)  # the ball is at rest, but the spin gives nothing
             return
-        if not self.resumed:
-            # only spins with a result teach the predictor: not a void, not a chip fallen
-            # into a pocket taken for the drop (an incident follows)
-            self.pred.learn_drop()
         ch3 = numbers.chances(label) or ("-", "-", "-")
         self.emit(
             proto.T_RESULT,
@@ -667,6 +671,12 @@ class Spin:
             self.emit(proto.T_LAST_THREE, ("last", sess["last3"], "left", sess["left"]))
         self.save()
         self._set(proto.S_RESULT, t)
+        if not self.resumed:
+            # only spins with a result teach the predictor: not a void, not a chip fallen
+            # into a pocket taken for the drop (an incident follows). After the result is
+            # out and saved: hundreds of ms on the chip, in slices (poll); saved once over.
+            if self.pred.learn_start():
+                self.save()
 
     def _void(self, t, reason):
         if self.void is not None:

@@ -311,6 +311,17 @@ def figures(m: dict[str, Any]) -> list[Figure]:
                    f"{c['lap_passes']} passes with a refit, max "
                    f"{_ms(c['lap_pass_step_max_us'])}"),
         ]  # fmt: skip
+    learn = c.get("learn") or [0] * 8
+    if learn[0]:
+        out += [
+            Figure("the pass that gave the result (step())", _ms(learn[6]),
+                   f"max of {learn[0]}; learn_start() (the learning's first slice) "
+                   f"{_ms(learn[1] / learn[0])} mean, {_ms(learn[2])} max"),
+            Figure("the learning after it (learn_work())",
+                   f"{learn[3]} slices", f"{_ms(learn[4] / max(1, learn[3]))} mean, "
+                   f"{_ms(learn[5])} max; result to the learning's end {_ms(learn[7])} "
+                   f"(chip's clock, at most)"),
+        ]  # fmt: skip
     out.append(
         Figure("the probe's own cost", f"{costs.get('loop_timing_us', 0):.1f} µs a pass",
                f"its timing of a pass (IRQ wrappers apart); gc.mem_free() "

@@ -10,7 +10,8 @@
 # - the pin IRQs: each of the four hard handlers wrapped, the time inside it counted into a
 #   preallocated array('L') (a hard IRQ must not allocate);
 # - the predictor: its lap() (the refit at each ball pass) wrapped the same way, and the
-#   pass that ran it;
+#   pass that ran it; its learning after a result (learn_start, then learn_work's slices),
+#   and the pass that gave the result;
 # - the heap: gc.mem_free() every 1024 passes (its low point, and the collections seen as jumps
 #   up); the ~8 ms it takes counted apart from the loop's figures.
 # The session ends at the chip's clock read from bench_end.txt (ms since power-up); then the
@@ -41,6 +42,10 @@ IRQ = array("L", [0] * 12)  # per handler (ball_a, ball_b, rotor_a, rotor_b): co
 LAP = array("L", [0] * 3)  # predictor lap(): count, sum, max
 LAPS = array("L", [0] * 64)  # each of the first 64 lap() times, in order
 WORK = array("L", [0] * 3)  # predictor work() with a refit under way: count, sum, max
+# the learning after a result: learn_start() count, sum, max; learn_work() with a learning
+# under way: count, sum, max; the step() of the pass that ran learn_start (max); start to
+# end on the chip's clock (max, µs); the last start's tick; inside learn_start (0/1)
+LEARN = array("L", [0] * 10)
 PERIOD_HI = (1050, 2000, 5000, 20000, 50000)
 STEP_HI = (500, 750, 1000, 2000, 5000, 20000)
 HEAP_MASK = 1023  # gc.mem_free() every 1024 passes (~1 s)
@@ -120,6 +125,39 @@ def _timed_lap(pred):
         return r
 
     pred.work = timed_work
+    learn_start = pred.learn_start
+    learn_work = pred.learn_work
+
+    def timed_start():  # LEARN[0..2]; its first slice is learn_work's, timed here
+        LEARN[9] = 1
+        t0 = tk()
+        r = learn_start()
+        d = df(tk(), t0)
+        LEARN[9] = 0
+        LEARN[0] += 1
+        LEARN[1] += d
+        if d > LEARN[2]:
+            LEARN[2] = d
+        LEARN[8] = t0
+        return r
+
+    def timed_learn():  # LEARN[3..5], and the learning's span (LEARN[7])
+        if LEARN[9] or pred.learning is None:
+            return learn_work()
+        t0 = tk()
+        r = learn_work()
+        t1 = tk()
+        d = df(t1, t0)
+        LEARN[3] += 1
+        LEARN[4] += d
+        if d > LEARN[5]:
+            LEARN[5] = d
+        if r and df(t1, LEARN[8]) > LEARN[7]:
+            LEARN[7] = df(t1, LEARN[8])
+        return r
+
+    pred.learn_start = timed_start
+    pred.learn_work = timed_learn
 
 
 # --- where a pass's time goes (bench_parts.txt on the flash: `bench_vpico.py --parts`) ----
@@ -235,6 +273,7 @@ def _loop(step, pace, spin, stop_ms, limit, board=None, S=S, HP=HP, HS=HS, LAP=L
     mem_free = gc.mem_free
     ticks_ms = time.ticks_ms
     seen = LAP[0]
+    learns = LEARN[0]
     last = tk()
     n = 0
     probed = False
@@ -287,6 +326,10 @@ def _loop(step, pace, spin, stop_ms, limit, board=None, S=S, HP=HP, HS=HS, LAP=L
             while i < 6 and d > STEP_HI[i]:
                 i += 1
             HS[i] += 1
+        if LEARN[0] != learns:  # this pass gave a result and started the learning
+            learns = LEARN[0]
+            if d > LEARN[6]:
+                LEARN[6] = d
         if LAP[0] != seen:  # this pass ran the predictor's refit: a ball pass
             seen = LAP[0]
             S[5] += 1
@@ -474,6 +517,7 @@ def _figures(b, boot_free, import_free, board_free, passes, t_start, t_end):
         "long_steps": [list(LONG[i : i + 4]) for i in range(0, 128, 4) if LONG[i + 1]],
         "lap": list(LAP),
         "work": list(WORK),
+        "learn": list(LEARN[:8]),
         "laps_us": list(LAPS[: min(LAP[0], 64)]),
         "watchdog": b.wdt is not None,
         "reset": b.reset,

@@ -3,12 +3,16 @@
 # several work() calls, keeps the safety limit meanwhile, and ends with exactly the values the
 # refit done at once gives (deadline, why, drop_s, revs_left), over the recorded spins of
 # every setting of tests/fw/test_rnvp_calls.py; the table's frames are the same too.
+# The learning after a result in slices (learn_start, learn_work) learns exactly what
+# learn_drop does at once; whatever reads the wheel first ends it; the table sends the result
+# and saves before it, and saves again once it is over (a power cut meanwhile loses only it).
 import sys
 
 import lapgen
+from fwtest import scratch_dir
 from wheelsim import Frames, run, session_events
 
-from rmcfw import channels, numbers, proto, rnvp, table, ticks
+from rmcfw import channels, numbers, proto, rnvp, store, table, ticks
 
 STEP_US = 23  # the work clock moves this much at each reading (a checkpoint)
 
@@ -266,3 +270,245 @@ def test_the_table_calls_the_same_with_a_refit_in_slices():
     rnvps = [f for t, f in plain if t == proto.T_RNVP]
     assert len(rnvps) == len(plan) and all(f["why"] == rnvp.WHY_FIT for f in rnvps), rnvps
     assert works > 10, works  # loop passes that carried a refit on
+
+
+# --- the learning after a result, in slices ------------------------------------------------
+
+
+def _learn_sliced(p, clock):
+    """learn_start() then learn_work() until it is over, each slice checked against the
+    budget: the number of slices."""
+    start = clock.now
+    n = 1
+    done = p.learn_start()
+    while not done:
+        took = (clock.now - start) & 0x3FFFFFFF
+        assert rnvp.SLICE_US <= took < rnvp.SLICE_US + 2 * STEP_US, took
+        assert p.learning is not None
+        start = clock.now
+        done = p.learn_work()
+        n += 1
+        assert n < 1000, "a learning that never ends"
+    assert p.learning is None
+    return n
+
+
+def test_sliced_learning_learns_what_learning_at_once_does_over_many_spins():
+    spins_seen = several = 0
+    for i, (kw, _) in enumerate(_settings()):
+        spins = _spins(20 + i, 0.9 + 0.1 * i, 14, noise_s=0.01 if i % 2 else 0.0)
+        plain = rnvp.Predictor(**kw)
+        p = rnvp.Predictor(**kw)
+        clock = WorkClock()
+        for times in spins:
+            us = [int(x * 1e6) for x in times]
+            plain.reset(us[0])
+            p.clock = None  # the refits at once here: the learning alone in slices
+            p.reset(us[0])
+            for t in us[1:]:
+                plain.lap(t)
+                p.lap(t)
+            assert _values(p) == _values(plain)  # the wheel learned so far calls the same
+            plain.learn_drop()
+            p.clock = clock
+            n = _learn_sliced(p, clock)
+            several += n > 2
+            spins_seen += 1
+            assert rnvp.export(p) == rnvp.export(plain), (kw, spins_seen)
+        assert p.learned == plain.learned > 0
+    # the learning does take several slices (lapgen's spins: some laps clocked only)
+    assert spins_seen >= 60 and several > spins_seen // 2, (spins_seen, several)
+
+
+def _pending_learning(kw, times, step=400):
+    """A predictor whose learning from the spin at `times` is under way (its first slice
+    run), and one that learned it at once."""
+    plain = rnvp.Predictor(**kw)
+    p = rnvp.Predictor(**kw)
+    p.clock = WorkClock(step=step)
+    us = [int(x * 1e6) for x in times]
+    for q in (plain, p):
+        q.reset(us[0])
+        for t in us[1:]:
+            q.lap(t)
+        q.finish()  # (the last pass's refit: not what this is about)
+    plain.learn_drop()
+    assert not p.learn_start()
+    assert p.learning is not None
+    return p, plain
+
+
+def test_a_launch_while_learning_finishes_it_first():
+    """A new spin (reset, then lap), a setting, the wheel's figures, export, restore: each
+    first ends the learning under way, with what it began with; the calls that follow are
+    those of a wheel learned at once."""
+    kw, spins = _settings()[3]
+    reads = (
+        lambda p: p.reset(5_000_000),
+        lambda p: p.set_prior(0.0),
+        lambda p: p.finish(),
+        lambda p: p.learned,
+        lambda p: p.last_lap_s(),
+        lambda p: p.u_c,
+        lambda p: p.lap_noise,
+        lambda p: p.wheels,
+        lambda p: rnvp.export(p),
+        lambda p: p.learn_drop(),  # (a learning of its own: after the one under way)
+    )
+    for i, read in enumerate(reads):
+        p, plain = _pending_learning(kw, spins[0])
+        read(p)
+        assert p.learning is None, i
+        if i == len(reads) - 1:
+            plain.learn_drop()  # the same spin learned twice, in both
+        assert rnvp.export(p) == rnvp.export(plain), i
+    # a launch: the next spin's calls are those of the wheel learned at once
+    p, plain = _pending_learning(kw, spins[0])
+    us = [int(x * 1e6) for x in spins[1]]
+    for q in (plain, p):
+        q.reset(us[0])
+    assert p.learning is None
+    for t in us[1:]:
+        plain.lap(t)
+        p.lap(t)
+        p.finish()
+        assert _values(p) == _values(plain)
+    # restore: the learning under way ends, then the wheel given replaces it
+    p, plain = _pending_learning(kw, spins[0])
+    saved = rnvp.export(rnvp.Predictor(**kw))
+    assert rnvp.restore(p, saved)
+    assert p.learning is None and rnvp.export(p) == saved
+
+
+class _Played:
+    """A table with a store in a folder of its own, its predictor's clock `clock`, a
+    session opened, the lid unlocked; its frames in `fr`."""
+
+    def __init__(self, clock):
+        self.d = scratch_dir("learn")
+        self.fr = Frames()
+        self.tb = table.Table(numbers.NUMBERS, self.fr, store.Store(self.d))
+        self.tb.pred.clock = clock
+        self.tb.start(0)
+        assert self.tb.handle(proto.C_OPEN, {"chef": "C1"}) == (True, "")
+        self.tb.feed(1000, channels.LID, 0)
+        self.now = 1000
+        self.i = 0  # the next event to feed
+
+    def until(self, events, stop, end=None, step_us=1000):
+        """Feed events and poll every step_us (wheelsim.run) until stop() holds after a
+        poll or a feed, or up to `end`: whether stop() held."""
+        tb = self.tb
+        while self.i < len(events):
+            t, c, v = events[self.i]
+            while self.now + step_us < t:
+                self.now += step_us
+                tb.poll(self.now)
+                if stop():
+                    return True
+            tb.feed(t, c, v)
+            self.now = t
+            self.i += 1
+            if stop():
+                return True
+        while end is not None and self.now + step_us <= end:
+            self.now += step_us
+            tb.poll(self.now)
+            if stop():
+                return True
+        return False
+
+    def saved(self):
+        return store.Store(self.d).load()
+
+
+def test_the_table_sends_the_result_then_learns_in_slices_and_saves_the_wheel_learned():
+    """The same session on a table whose clock stands still and on one whose clock moves as
+    the predictor works: the same frames; the second learns over several loop passes after
+    the result's pass, in the states that follow, and its store ends with the same wheel."""
+    plan = ((1, -1, 12), (-1, 1, 20), (1, -1, 3))
+    ev, t_end = session_events(plan)
+    still = _Played(None)
+    still.until(ev, lambda: False, t_end)
+    moving = _Played(WorkClock())
+    pred = moving.tb.pred
+    learning_passes = []  # per result: the loop passes that carried its learning on
+    states = set()
+    work = pred.learn_work
+
+    def counted(work=work):
+        learning_passes[-1] += 1
+        states.add(moving.tb.spin.state)
+        return work()
+
+    pred.learn_work = counted
+    starts = [0]
+    start = pred.learn_start
+
+    def started(start=start):
+        learning_passes.append(0)
+        # the result is out and saved before the learning starts: with the wheel before it
+        f = moving.fr.frames
+        assert f[-1][0] == proto.T_STATUS and f[-2][0] == proto.T_RESULT, f[-2:]
+        assert moving.saved()["learn"] == rnvp.export(moving.tb.pred)
+        starts[0] += 1
+        return start()
+
+    pred.learn_start = started
+    moving.until(ev, lambda: False, t_end)
+    assert starts[0] == len(plan)
+    assert len(still.fr.frames) == len(moving.fr.frames)
+    for i in range(len(still.fr.frames)):
+        a = still.fr.frames[i]
+        b = moving.fr.frames[i]
+        if a[0] == proto.T_RNVP and a != b:  # a call a few loop passes late (as above)
+            assert 0 < a[1]["lead_ms"] - b[1]["lead_ms"] <= 30, (a, b)
+            b = (b[0], dict(b[1], lead_ms=a[1]["lead_ms"]))
+        assert a == b, (a, b)
+    # each learning took loop passes of its own (the first slice ran in the result's)
+    assert len(learning_passes) == len(plan) and min(learning_passes) > 5, learning_passes
+    assert proto.S_RESULT in states, states
+    assert moving.tb.pred.learning is None
+    assert rnvp.export(moving.tb.pred) == rnvp.export(still.tb.pred)
+    assert moving.saved()["learn"] == still.saved()["learn"] == rnvp.export(still.tb.pred)
+    assert moving.tb.pred.learned == len(plan)
+
+
+def test_a_power_cut_mid_learning_loses_that_spins_learning_only():
+    """The power cut while the second spin's learning is under way: the table rebuilt from
+    its store has that spin's result, and the wheel the first spin taught, nothing of the
+    second's learning; everything else saved is what the table that learned at once saved."""
+    plan = ((1, -1, 12), (-1, 1, 20))
+    ev = session_events(plan)[0]
+    cut = _Played(WorkClock())
+    results = lambda: len(cut.fr.of(proto.T_RESULT))  # noqa: E731
+    assert cut.until(ev, lambda: results() == 2 and cut.tb.pred.learning is not None)
+    t_cut = cut.now
+    # the table learning at once, to the same instant (the same pass)
+    still = _Played(None)
+    assert still.until(ev, lambda: len(still.fr.of(proto.T_RESULT)) == 2)
+    assert still.now == t_cut
+    saved = cut.saved()
+    ref = still.saved()
+    assert saved["learn"] != ref["learn"]  # the second spin taught something
+    for key in ref:
+        # (gen counts the saves: the table that learned at once saved twice in that pass)
+        if key != "learn" and key != "gen":
+            assert saved[key] == ref[key], key
+    assert saved["gen"] == ref["gen"] - 1
+    assert saved["results"][-1] == ref["results"][-1] and len(saved["results"]) == 2
+    # the wheel saved is the one the first spin taught: what a table that played only it
+    # learned (its learning over, saved)
+    first = _Played(None)
+    first.until(ev, lambda: len(first.fr.of(proto.T_RESULT)) == 1)
+    assert first.saved()["learn"] == saved["learn"]
+    assert saved["learn"]["n"] == 1  # (spins learned)
+    # the table rebuilt from it: that wheel, and it plays on
+    fr = Frames()
+    back = table.Table(numbers.NUMBERS, fr, store.Store(cut.d))
+    assert back.pred.learning is None
+    assert rnvp.export(back.pred) == saved["learn"]
+    assert back.pred.learned == 1
+    # the table the cut spared ends its learning as the one that learned at once
+    cut.until(ev, lambda: cut.tb.pred.learning is None)
+    assert cut.saved()["learn"] == ref["learn"] == rnvp.export(still.tb.pred)
