@@ -62,6 +62,12 @@ EVERY_PASS = [
     ("rmcfw/edges.py", "Edges", "drain"),
     ("rmcfw/ball.py", "Ball", "poll"),
     ("rmcfw/rotor.py", "Rotor", "poll"),
+    # at each rotor edge, drained in the pass after it (about 25 a second while it turns)
+    ("rmcfw/rotor.py", "Rotor", "edge"),
+    ("rmcfw/rotor.py", "Rotor", "_moved"),
+    ("rmcfw/rotor.py", "Rotor", "_keep"),
+    ("rmcfw/rotor.py", "Rotor", "_step"),
+    ("rmcfw/rotor.py", "Rotor", "_is_mark"),
 ]
 
 

@@ -96,28 +96,39 @@ class Rotor:
         """One edge: ch_b is 0 for channel A, 1 for channel B; level the new pin level."""
         ab = self._ab
         if ch_b:
-            new = (ab & 2) | (1 if level else 0)
+            level = (ab & 2) | (1 if level else 0)  # (level: the new state, a local less)
         else:
-            new = (ab & 1) | (2 if level else 0)
-        if new == ab:
+            level = (ab & 1) | (2 if level else 0)
+        if level == ab:
             # an edge that leaves its channel's level as it was: the opposite edge was missed
             self.errors += 1
             self.doubt()
             return
-        step = _STEP[(ab << 2) | new]
-        self._ab = new
-        d = 1 if step == 1 else -1
+        self._ab = level
+        self._moved(t, (ab << 2) | level)
+
+    # (edge, _moved, _keep and _step are apart so that each frame stays on the C stack:
+    # MicroPython takes a frame over 11 words from the heap at each call, tests/test_fw_frames)
+
+    def _moved(self, t, q):
+        """A step at t, q its transition (the state left << 2 | the new one): its length,
+        then the count."""
+        d = 1 if _STEP[q] == 1 else -1
         t0 = self.t_edge
         if t0 is not None and ticks.diff(t, t0) > self.stop_us:
             self._restart()
         elif t0 is not None and d == self._ld:
-            # the step just left (state ab) was entered and left the same way: its length
-            # tells the mark
-            self._step(ticks.diff(t, t0), ab, d)
+            # the step just left (state q >> 2) was entered and left the same way: its
+            # length tells the mark
+            self._step(ticks.diff(t, t0), q >> 2, d)
         else:
             self._rn = 0
         self._ld = d
         self.t_edge = t
+        self._keep(t, d)
+
+    def _keep(self, t, d):
+        """The step at t in the recent edges, and the count moved."""
         i = self._hi
         self._ht[i] = t
         self._hs[i] = d + 1
@@ -143,19 +154,17 @@ class Rotor:
                 return
         # i is now the oldest of the last _RING steps; the middle one is _MID after it, and
         # a step k counts away from it (k > 0: higher count) sits at _MID + k*d in time
-        m = i + _MID
-        if self._rs[m % _RING] != _S10:
-            return
-        rd = self._rd
-        z = rd[(m - d) % _RING]  # the 00 before the mark's 10 (count order)
-        w = rd[(m + d) % _RING]  # the 11 after it
-        if (
-            5 * z < 4 * rd[(m - 5 * d) % _RING]
-            and 5 * z < 4 * rd[(m + 3 * d) % _RING]
-            and 4 * w > 5 * rd[(m - 3 * d) % _RING]
-            and 4 * w > 5 * rd[(m + 5 * d) % _RING]
-        ):
+        if self._rs[(i + _MID) % _RING] == _S10 and self._is_mark(i + _MID, d):
             self._seen(self.pos - (_RING - 1 - _MID) * d)
+
+    def _is_mark(self, m, d):
+        """The steps around the 10 at ring place m (mod _RING) make the mark."""
+        rd = self._rd
+        z = 5 * rd[(m - d) % _RING]  # the 00 before the mark's 10 (count order), short
+        if z >= 4 * rd[(m - 5 * d) % _RING] or z >= 4 * rd[(m + 3 * d) % _RING]:
+            return False
+        z = 4 * rd[(m + d) % _RING]  # the 11 after it, long
+        return z > 5 * rd[(m - 3 * d) % _RING] and z > 5 * rd[(m + 5 * d) % _RING]
 
     def _seen(self, p):
         """The mark's first state was at count p."""
