@@ -166,14 +166,10 @@ class Predictor:
         return self._slice()
 
     def _slice(self):
-        steps = self._work
-        if steps is None:
+        if self._work is None or rnvp_slices.step(self._work, self.clock):
+            self._work = None
             return True
-        rnvp_slices.begin(self.clock)
-        for _ in steps:
-            return False  # the steps yield only when the slice's time is up
-        self._work = None
-        return True
+        return False
 
     def finish(self):
         """The pass's refit under way, if any, run to its end at once; and the learning."""
@@ -241,14 +237,10 @@ class Predictor:
     def learn_work(self):
         """One slice of the learning under way, if any (a slice: as work()'s). True once
         none is left."""
-        steps = self.learning
-        if steps is None:
+        if self.learning is None or rnvp_slices.step(self.learning, self.clock):
+            self.learning = None
             return True
-        rnvp_slices.begin(self.clock)
-        for _ in steps:
-            return False  # the steps yield only when the slice's time is up
-        self.learning = None
-        return True
+        return False
 
     def _predict(self, s):
         """Call time (s) from the fit, or None. Sets drop_s and revs_left. Resumable

@@ -30,6 +30,14 @@ def over():
     return c is not None and (c() - _start) & _MASK >= SLICE_US
 
 
+def step(steps, clock):
+    """One slice of steps on clock (all of them without one): True once they have ended."""
+    begin(clock)
+    for _ in steps:
+        return False  # the steps yield only when the slice's time is up
+    return True
+
+
 def run(steps):
     """Run resumable steps to their end at once, unsliced: their result."""
     begin(None)

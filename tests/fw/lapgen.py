@@ -83,5 +83,16 @@ def spin(rng, last_lap_s, noise_s=0.02, jitter=0.015, keep=None):
     return Wheel(rng, last_lap_s).spin(noise_s, jitter, keep)
 
 
+def spins(seed, last_lap_s, count, **kw):
+    """`count` spins of one wheel, pass times from the first (s); often only the last 5-10
+    laps clocked (every third spin)."""
+    w = Wheel(Rng(seed), last_lap_s)
+    out = []
+    for i in range(count):
+        keep = None if i % 3 else 5 + i % 6
+        out.append(w.spin(keep=keep, **kw))
+    return out
+
+
 def laps(times):
     return [times[i + 1] - times[i] for i in range(len(times) - 1)]

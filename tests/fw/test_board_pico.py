@@ -430,9 +430,9 @@ def _run_main():
 def test_main_stays_at_the_repl_on_a_configuration_error():
     import json
 
+    fakemachine.install(fakemachine.Clock())  # (before board_pico: it imports machine)
     import board_pico
 
-    fakemachine.install(fakemachine.Clock())
     fakemachine.WDT.last = None
     fakemachine.Timer.last = None
     board_pico.time = fakemachine.Clock()

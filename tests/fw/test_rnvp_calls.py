@@ -64,41 +64,32 @@ def _replay(d, p, times):
     d.value(rnvp.export(p))
 
 
-def _spins(seed, last_lap_s, count, **kw):
-    w = lapgen.Wheel(lapgen.Rng(seed), last_lap_s)
-    out = []
-    for i in range(count):
-        keep = None if i % 3 else 5 + i % 6  # often only the last 5-10 laps are clocked
-        out.append(w.spin(keep=keep, **kw))
-    return out
-
-
 def digest():
     """(the digest, the values hashed) of the fixed replay."""
     d = Digest()
     # a call to the last pass, learning as it goes, pass noise
     p = rnvp.Predictor(lead_s=1.0)
-    for t in _spins(5, 1.1, 10, noise_s=0.01):
+    for t in lapgen.spins(5, 1.1, 10, noise_s=0.01):
         _replay(d, p, t)
     # the same with the wheel's prior, on laps clocked one by one (the lap-noise fits)
     p = rnvp.Predictor(lead_s=1.0, drop_s=1.07 * 0.9)
-    for t in _spins(6, 0.9, 10, noise_s=0.0, lap_noise_s=0.02):
+    for t in lapgen.spins(6, 0.9, 10, noise_s=0.0, lap_noise_s=0.02):
         _replay(d, p, t)
     # a lead in revolutions, on a slow wheel
     p = rnvp.Predictor(lead_revs=2)
-    for t in _spins(7, 1.6, 6, noise_s=0.01):
+    for t in lapgen.spins(7, 1.6, 6, noise_s=0.01):
         _replay(d, p, t)
     # the table's: a call to the drop, in seconds then in revolutions
     p = rnvp.Predictor(to_drop=True)
-    for t in _spins(8, 1.2, 8, noise_s=0.0):
+    for t in lapgen.spins(8, 1.2, 8, noise_s=0.0):
         _replay(d, p, t)
     p.lead_revs = 2
-    for t in _spins(9, 1.2, 4, noise_s=0.0):
+    for t in lapgen.spins(9, 1.2, 4, noise_s=0.0):
         _replay(d, p, t)
     # two wheels in turn: the change test, a wheel forgotten
     p = rnvp.Predictor(lead_s=2.0)
-    fast = _spins(10, 0.7, 6, noise_s=0.01)
-    slow = _spins(11, 1.8, 6, noise_s=0.01)
+    fast = lapgen.spins(10, 0.7, 6, noise_s=0.01)
+    slow = lapgen.spins(11, 1.8, 6, noise_s=0.01)
     for i in range(6):
         _replay(d, p, fast[i])
         _replay(d, p, slow[i])

@@ -32,23 +32,17 @@ class WorkClock:
         return self.now
 
 
-def _spins(seed, last_lap_s, count, **kw):
-    w = lapgen.Wheel(lapgen.Rng(seed), last_lap_s)
-    out = []
-    for i in range(count):
-        keep = None if i % 3 else 5 + i % 6  # often only the last 5-10 laps are clocked
-        out.append(w.spin(keep=keep, **kw))
-    return out
-
-
 def _settings():
     """(a predictor's keywords, its spins): test_rnvp_calls' settings, fewer spins."""
     return (
-        ({"lead_s": 1.0}, _spins(5, 1.1, 5, noise_s=0.01)),
-        ({"lead_s": 1.0, "drop_s": 1.07 * 0.9}, _spins(6, 0.9, 4, noise_s=0.0, lap_noise_s=0.02)),
-        ({"lead_revs": 2}, _spins(7, 1.6, 3, noise_s=0.01)),
-        ({"to_drop": True}, _spins(8, 1.2, 5, noise_s=0.0)),
-        ({"to_drop": True, "lead_revs": 2}, _spins(9, 1.2, 3, noise_s=0.0)),
+        ({"lead_s": 1.0}, lapgen.spins(5, 1.1, 5, noise_s=0.01)),
+        (
+            {"lead_s": 1.0, "drop_s": 1.07 * 0.9},
+            lapgen.spins(6, 0.9, 4, noise_s=0.0, lap_noise_s=0.02),
+        ),
+        ({"lead_revs": 2}, lapgen.spins(7, 1.6, 3, noise_s=0.01)),
+        ({"to_drop": True}, lapgen.spins(8, 1.2, 5, noise_s=0.0)),
+        ({"to_drop": True, "lead_revs": 2}, lapgen.spins(9, 1.2, 3, noise_s=0.0)),
     )
 
 
@@ -296,7 +290,7 @@ def _learn_sliced(p, clock):
 def test_sliced_learning_learns_what_learning_at_once_does_over_many_spins():
     spins_seen = several = 0
     for i, (kw, _) in enumerate(_settings()):
-        spins = _spins(20 + i, 0.9 + 0.1 * i, 14, noise_s=0.01 if i % 2 else 0.0)
+        spins = lapgen.spins(20 + i, 0.9 + 0.1 * i, 14, noise_s=0.01 if i % 2 else 0.0)
         plain = rnvp.Predictor(**kw)
         p = rnvp.Predictor(**kw)
         clock = WorkClock()
