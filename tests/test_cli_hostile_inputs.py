@@ -60,3 +60,16 @@ def test_a_stream_is_read_whole_up_to_the_bound(tmp_path: Path, monkeypatch):
     big = tmp_path / "big"
     big.write_bytes(data)
     assert infile.read_bytes(big) == data  # a regular file: whole, whatever the bound
+
+
+@pytest.mark.parametrize(
+    ("table", "why"), [("/dev/zero", "not a table"), ("binary.toml", "not UTF-8 text")]
+)
+def test_a_table_file_that_is_none_is_named_in_one_line(tmp_path: Path, table: str, why: str):
+    (tmp_path / "bets.json").write_text("[]")
+    (tmp_path / "binary.toml").write_bytes(b"\xff\xfe\x00table")
+    proc = cli_support.rmc("settle", "--table", table, "--result", "17", "bets.json", cwd=tmp_path)
+    err = proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and f"table file {table}" in lines[0] and why in lines[0], err

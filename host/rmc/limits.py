@@ -17,6 +17,8 @@ from pathlib import Path
 from rmc.layout import TYPES
 from rmc.money import EXACT, ROUNDINGS, MoneyError, parse_amount, round_to_unit
 
+_TABLE_MAX = 1 << 20  # bytes: a table file is a few hundred
+
 _TWO = Decimal(2)
 MAX_DECIMALS = 8
 _SETTINGS = {"name", "currency", "unit", "decimals", "partage_rounding"}
@@ -67,9 +69,15 @@ class Table:
             source = "default table"
         else:
             try:
-                text = Path(path).read_text("utf-8")
+                with open(path, "rb") as f:
+                    data = f.read(_TABLE_MAX + 1)  # (bounded: a device may never end)
+                text = data.decode("utf-8")
             except OSError as e:
-                raise TableError(f"cannot read table file {path}: {e.strerror}") from None
+                raise TableError(f"cannot read table file {path}: {e.strerror or e}") from None
+            except UnicodeDecodeError:
+                raise TableError(f"table file {path} is not UTF-8 text") from None
+            if len(data) > _TABLE_MAX:
+                raise TableError(f"table file {path} is over {_TABLE_MAX >> 10} KiB: not a table")
             source = str(path)
         try:
             data = tomllib.loads(text)
