@@ -12,7 +12,7 @@ import random
 import pytest
 
 from rmc.framegen import ScriptedTable
-from rmc.link import Link
+from rmc.link import ASK_BACK, Link
 from rmc.serve.store import Batch, FrameRow, Store
 from rmc.trace import wheel_id
 from rmcfw import proto
@@ -255,6 +255,26 @@ def test_a_service_stopped_before_a_joined_boots_start_came_asks_for_it_again(tm
     b.settle(3000)
     assert sorted(r.seq for r in rows) == [1, 2, 3, 4, 5, 6]
     assert not b.host.stats.lost
+    store.close()
+
+
+def test_a_long_boot_joined_late_is_asked_only_for_what_a_journal_can_hold(tmp_path):
+    # A service joins a boot at seq 1,000,000: no journal holds the first 934,463 of them
+    # (rmc.link.ASK_BACK). They are reported lost at once, not listed one by one; the last
+    # ASK_BACK are asked for. A restarted service asks for no more.
+    enc = Encoder("T01", 3, None, seq=999_999)
+    link = Link(None, table="T01", from_start=True)
+    link.receive(bytes(enc.frame(proto.T_LID, ("locked", 1))))
+    top = 1_000_000
+    assert link.stats.lost == [[3, 1, top - ASK_BACK - 1]]
+    ranges = link.missing_ranges()  # (in pieces of a RESEND's size)
+    assert ranges[0][:2] == [3, top - ASK_BACK] and ranges[-1][2] == top - 1
+    assert sum(b - a + 1 for _, a, b in ranges) == ASK_BACK
+    store = Store.open(f"sqlite:///{tmp_path / 'serve.db'}")
+    line = bytes(enc.frame(proto.T_LID, ("locked", 0), seq=top)).decode().rstrip("\n")
+    store.write(Batch(frames=[FrameRow("T01", 3, top, 0, proto.T_LID, line, 0, False)]))
+    r = store.resume("T01")
+    assert r.missing == {3: list(range(top - ASK_BACK, top))}
     store.close()
 
 

@@ -28,6 +28,11 @@ from rmcfw.commands import Commander, format_ranges
 MAX_RANGE = 200  # frames asked per RESEND (the firmware answers at most 200)
 MAX_LINE = fwframes.MAX_LINE + 16
 MAX_RANGES = 32  # ranges in one RESEND (the firmware takes up to 40)
+# Frames asked for at most behind the newest one heard of a boot: 16 times what the board's
+# journal keeps (rmcfw.journal: 16 segments of 256). Older ones cannot be there; they are
+# reported lost at once rather than listed one by one (a boot joined at seq 10,000,000
+# would be a list of ten million).
+ASK_BACK = 16 * 16 * 256
 MAX_RANGES_TEXT = 60  # characters of a RESEND's `only` list: the command fits in a line
 
 
@@ -199,7 +204,7 @@ class Link:
         if seq == proto.SEQ_NONE:
             top = f.fields.get(proto.K_TOP, "")
             if top.isdigit() and boot in self._high and int(top) > self._high[boot]:
-                self._missing[boot].update(range(self._high[boot] + 1, int(top) + 1))
+                self._want(boot, self._high[boot] + 1, int(top))
                 self._high[boot] = int(top)
             return
         if self._first_boot is None:
@@ -212,7 +217,7 @@ class Link:
             # A boot after the first starts at seq 1; the first may have begun before us.
             high = seq - 1 if boot == self._first_boot and not self.from_start else 0
         if seq > high + 1:
-            missing.update(range(high + 1, seq))
+            self._want(boot, high + 1, seq - 1)
         if seq > high:
             self._high[boot] = seq
         missing.discard(seq)
@@ -222,8 +227,16 @@ class Link:
             if b.isdigit() and s.isdigit() and int(b) in self._high:
                 pb, ps = int(b), int(s)
                 if ps > self._high[pb]:
-                    self._missing[pb].update(range(self._high[pb] + 1, ps + 1))
+                    self._want(pb, self._high[pb] + 1, ps)
                     self._high[pb] = ps
+
+    def _want(self, boot: int, first: int, last: int) -> None:
+        """Seqs first..last of a boot are missing: asked for, but for those more than
+        ASK_BACK behind last, which no journal holds any more: reported lost at once."""
+        keep = max(first, last - ASK_BACK + 1)
+        if keep > first:
+            self.stats.lost.append([boot, first, keep - 1])
+        self._missing.setdefault(boot, set()).update(range(keep, last + 1))
 
     def _ack(self, f: Frame) -> None:
         text = f.fields.get(proto.K_CSEQ, "")

@@ -64,6 +64,8 @@ from sqlalchemy.exc import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.pool import StaticPool
 
+from rmc.link import ASK_BACK
+
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
@@ -827,7 +829,7 @@ class Store:
                 total += count
                 if count == top:
                     continue  # 1 to top, nothing missing: no need to look for the gaps
-                gaps = list(range(1, low))
+                gaps = list(range(max(1, low - ASK_BACK), low))  # (older: in no journal)
                 if count != top - low + 1:
                     gaps += self._gaps(conn, table, boot)
                 missing[boot] = gaps
