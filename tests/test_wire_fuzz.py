@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -41,11 +42,22 @@ def clean(
 
 
 def check(lines, key=None) -> Report:
-    """Check line by line, and in one batch: both must report exactly the same."""
+    """Check line by line, and in one batch: both must report exactly the same. A checker
+    that keeps no frames (a live service's) must take and refuse the same lines, for the
+    same reasons."""
     c = Checker(key)
+    live = Checker(key, keep=False)
     for line in lines:
-        c.feed(line)
+        took = c.feed(line)
+        live_took = live.feed(line)
+        assert (live_took is None) == (took is None)
+        assert took is not None or live.why == c.why
+    assert live.counts == c.counts
     one = c.report()
+    assert c.report().to_json() == one.to_json()  # a report changes nothing
+    assert all(type(v) is tuple for v in live.frames.values())  # no frame kept
+    with pytest.raises(RuntimeError):
+        live.report()
     batch = Checker(key)
     batch.feed_many(line.rstrip(b"\n") for line in lines)
     assert batch.report().to_json() == one.to_json()

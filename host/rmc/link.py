@@ -80,14 +80,17 @@ class Link:
         min_interval_s: float = 0.05,
         answer_s: float = 0.15,
         from_start: bool = False,
+        keep_frames: bool = True,
     ) -> None:
+        """keep_frames=False: the checker keeps no frames (`Checker(keep=False)`), for a
+        reader that keeps them itself; `checker.report()` is then refused."""
         self.port = port
         # A boot first heard mid-stream is asked for its frames from seq 1 (a service keeps
         # every frame the table's journal still holds); without, the link starts where it
         # joined (a recorder plugged into a running table).
         self.from_start = from_start
         self.key = key
-        self.checker = Checker(key, table)
+        self.checker = Checker(key, table, keep=keep_frames)
         self.writer = writer
         self.on_result = on_result
         self.on_frame = on_frame

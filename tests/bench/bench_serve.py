@@ -62,7 +62,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +103,7 @@ TICK_CHUNKS = round(TICK_S / READ_S)  # reads a tick (50 ms)
 # --- CPU of threads and processes (Linux /proc) ---------------------------------------------
 
 TICK = os.sysconf("SC_CLK_TCK")
+SERVICE_CPU = 0  # with --pin: the service's one core; the rest have everything else
 
 
 def _stat(path: str) -> tuple[float, float, int]:
@@ -327,6 +328,7 @@ def run_one(
     duration: float,
     pg_pid: int | None = None,
     profile: bool = False,
+    pin: bool = False,
 ) -> Result:
     res = Result(backend, n, duration)
     profiles = Profiles() if profile else None
@@ -338,16 +340,19 @@ def run_one(
             url = db if backend == "postgresql" else f"sqlite:///{tmp}/rmc.db"
             if profiles is not None:
                 profiles.install()
-            svc = Service(ServeConfig(tables=[], db=url), opener=open_port).start()
+            with pinned({SERVICE_CPU} if pin else None):  # its threads inherit it
+                svc = Service(ServeConfig(tables=[], db=url), opener=open_port).start()
             assert svc.store is not None and svc.writer is not None
             # The commit time of every frame row: Store.write returns once its batch is
-            # committed (the writer thread is its only caller while tables run).
+            # committed (the writer thread is its only caller while tables run). Kept as
+            # plain tuples: the rows themselves, kept here, would make the service's garbage
+            # collections longer than a real service's.
             commits: list[tuple[list, int]] = []
             write = svc.store.write
 
             def timed_write(batch: Batch) -> None:
                 write(batch)
-                commits.append((batch.frames, time.time_ns()))
+                commits.append((list(map(_row_key, batch.frames)), time.time_ns()))
 
             svc.store.write = timed_write  # type: ignore[method-assign]
             t = time.monotonic()
@@ -384,6 +389,21 @@ def run_one(
     return res
 
 
+@contextlib.contextmanager
+def pinned(cpus: set[int] | None) -> Iterator[None]:
+    """The calling thread on `cpus` (None: unchanged) while the block runs; threads it
+    starts keep them (Linux: a thread's affinity is its own, inherited at its start)."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def disk_probe(folder: Path, count: int = 60) -> float:
     """The disk's fsync latency p99 (ms), 8 KiB written before each: a commit waits for one
     (SQLite's synchronous=FULL), and on a shared disk a few take hundreds of ms, which then
@@ -412,6 +432,9 @@ def _wait(cond: Callable[[], bool], timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
+_row_key = operator.attrgetter("table", "boot", "seq", "rx_us")
+
+
 def _stored(commits: list[tuple[list, int]]) -> int:
     return sum(len(f) for f, _ in commits)
 
@@ -432,7 +455,7 @@ class Committed:
         """Every frame of `wanted` committed. Not a count: the tables' journals also answer
         with frames made and not sent live before the end, which are stored too."""
         for frames, _ in self.commits[self.seen :]:
-            self.keys.update((r.table, r.boot, r.seq) for r in frames)
+            self.keys.update(r[:3] for r in frames)
         self.seen = len(self.commits)
         return wanted <= self.keys
 
@@ -462,10 +485,10 @@ def _figures(res: Result, sent: dict, commits: list, a: Sample, b: Sample, grace
     lo, hi = int((a.t + off) * 1e9), int((b.t + off) * 1e9)
     committed: dict[tuple[str, int, int], tuple[int, int]] = {}
     for frames, t in commits:
-        for r in frames:
-            k = (r.table, r.boot, r.seq)
+        for table, boot, seq, rx_us in frames:
+            k = (table, boot, seq)
             if k not in committed:
-                committed[k] = (t, r.rx_us * 1000)
+                committed[k] = (t, rx_us * 1000)
     lat, lat_read, lat_commit = [], [], []
     sent_window = 0
     for table, s in sent.items():
@@ -912,8 +935,19 @@ def main(argv: list[str] | None = None) -> int:
         type=float,
         help="sys.setswitchinterval for the service (seconds; CPython's default 0.005)",
     )
+    p.add_argument(
+        "--no-pin",
+        dest="pin",
+        action="store_false",
+        help="let the service run on any core (default on a machine of 2 cores or more: the "
+        "service on one, the simulated tables and PostgreSQL on the others)",
+    )
     p.add_argument("--out", type=Path, default=OUT)
     a = p.parse_args(argv)
+    cpus = os.sched_getaffinity(0)
+    a.pin = a.pin and len(cpus) >= 2 and SERVICE_CPU in cpus
+    if a.pin:  # what starts from here (PostgreSQL, the simulated tables) keeps off its core
+        os.sched_setaffinity(0, cpus - {SERVICE_CPU})
     if a.switch_interval:
         sys.setswitchinterval(a.switch_interval)
     con = Console(width=max(Console().width, 150))
@@ -942,7 +976,7 @@ def main(argv: list[str] | None = None) -> int:
                 db = pg.new_database() if backend == "postgresql" and pg is not None else ""
                 with con.status(f"{backend}, {n} tables, {d:g} s, run {k + 1}..."):
                     pid = pg_pid if backend == "postgresql" else None
-                    r = run_one(n, backend, db, d, pid, a.profile)
+                    r = run_one(n, backend, db, d, pid, a.profile, a.pin)
                 tries.append(r)
                 all_runs.append(r)
                 show_one(con, r)
@@ -960,6 +994,12 @@ def main(argv: list[str] | None = None) -> int:
         show_stages(con, stage_rows)
     verdict(con, results)
     load = os.getloadavg()
+    if a.pin:
+        con.print(
+            f"The service ran on CPU {SERVICE_CPU} alone; the simulated tables and PostgreSQL "
+            "on the others.",
+            markup=False,
+        )
     con.print(
         f"(load average {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} on {os.cpu_count()} "
         f"cores; the whole bench took {time.monotonic() - t0:.0f} s; other work on the "
@@ -972,6 +1012,7 @@ def main(argv: list[str] | None = None) -> int:
         "warmup_s": WARMUP_S,
         "line_bytes_per_s": LINE_BPS,
         "cpus": os.cpu_count(),
+        "service_cpu": SERVICE_CPU if a.pin else None,
         "load": load,
         "results": [asdict(r) for r in results],
         "all_runs": [asdict(r) for r in all_runs],

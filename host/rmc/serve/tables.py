@@ -223,8 +223,16 @@ class TableRunner:
         self.out = Batch()
         self.tables: Tables | None = None  # set when added
         self.health = Health()
-        # from_start: a table first heard mid-boot is asked for the frames before it
-        self.link = Link(None, key=spec.key, table=spec.id, on_line=self._line, from_start=True)
+        # from_start: a table first heard mid-boot is asked for the frames before it;
+        # keep_frames=False: the store keeps the frames, the link only their lines
+        self.link = Link(
+            None,
+            key=spec.key,
+            table=spec.id,
+            on_line=self._line,
+            from_start=True,
+            keep_frames=False,
+        )
         self.link.resume(
             resume.high,
             resume.missing,
