@@ -8,6 +8,7 @@ frame, and count exactly what was done to the stream.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 
 import pytest
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from rmc.checker import Checker, Report
 from rmc.framegen import result_fields, session_lines
-from rmc.frames import CrcError, FrameError, decode
+from rmc.frames import CrcError, FrameError, decode, is_tagged
 from rmcfw import frames as fwframes
 from rmcfw import proto
 from rmcfw.commands import Commander, Wire
@@ -55,7 +56,8 @@ def check(lines, key=None) -> Report:
     assert live.counts == c.counts
     one = c.report()
     assert c.report().to_json() == one.to_json()  # a report changes nothing
-    assert all(type(v) is tuple for v in live.frames.values())  # no frame kept
+    assert not live.frames and not gc.is_tracked(live._lines)  # nothing for the collector
+    assert all(is_tagged(f.line) == f.tagged for f in c.frames.values())
     with pytest.raises(RuntimeError):
         live.report()
     batch = Checker(key)

@@ -192,6 +192,12 @@ def decode(line: bytes, verifier: Verifier | None = None) -> Frame:
     return frame_of(line, verifier, resent)
 
 
+def is_tagged(line: bytes) -> bool:
+    """A decoded frame's line (`Frame.line`) carries a tag: what its `tagged` says."""
+    at = len(line) - 9 - _TAG_SPAN
+    return at > 0 and line[at] == 0x23
+
+
 def _tag_checked(line: bytes, star: int, verifier: Verifier | None) -> tuple[bytes, bool]:
     """(body, tagged) of a line with a "#" before its CRC, or of any line when a key checks
     it (an untagged one then fails): its tag well-formed and, with a key, right."""

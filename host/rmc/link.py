@@ -82,8 +82,9 @@ class Link:
         from_start: bool = False,
         keep_frames: bool = True,
     ) -> None:
-        """keep_frames=False: the checker keeps no frames (`Checker(keep=False)`), for a
-        reader that keeps them itself; `checker.report()` is then refused."""
+        """keep_frames=False: for a reader that keeps the frames itself, the link keeps
+        none: the checker keeps their lines (`Checker(keep=False)`: `checker.report()` is
+        refused) and `results` stays empty (`on_result` still hears each one)."""
         self.port = port
         # A boot first heard mid-stream is asked for its frames from seq 1 (a service keeps
         # every frame the table's journal still holds); without, the link starts where it
@@ -282,7 +283,8 @@ class Link:
             if low is not None and key > low:
                 break
             f = self._pending.pop(key)
-            self.results.append(f)
+            if self.checker.keep:
+                self.results.append(f)
             self._released += 1
             if self.on_result is not None:
                 self.on_result(f)

@@ -345,14 +345,15 @@ def run_one(
             assert svc.store is not None and svc.writer is not None
             # The commit time of every frame row: Store.write returns once its batch is
             # committed (the writer thread is its only caller while tables run). Kept as
-            # plain tuples: the rows themselves, kept here, would make the service's garbage
-            # collections longer than a real service's.
-            commits: list[tuple[list, int]] = []
+            # tuples of tuples of str and int, which Python's garbage collector stops
+            # scanning: the rows, or lists of them, kept here would make each of the
+            # service's full collections longer than a real service's.
+            commits: list[tuple[tuple, int]] = []
             write = svc.store.write
 
             def timed_write(batch: Batch) -> None:
                 write(batch)
-                commits.append((list(map(_row_key, batch.frames)), time.time_ns()))
+                commits.append((tuple(map(_row_key, batch.frames)), time.time_ns()))
 
             svc.store.write = timed_write  # type: ignore[method-assign]
             t = time.monotonic()
@@ -435,7 +436,7 @@ def _wait(cond: Callable[[], bool], timeout: float, what: str) -> None:
 _row_key = operator.attrgetter("table", "boot", "seq", "rx_us")
 
 
-def _stored(commits: list[tuple[list, int]]) -> int:
+def _stored(commits: list[tuple[tuple, int]]) -> int:
     return sum(len(f) for f, _ in commits)
 
 
@@ -446,7 +447,7 @@ def _sent_keys(sent: dict[str, Any]) -> set[tuple[str, int, int]]:
 class Committed:
     """The frames committed so far, read from `commits` as it grows."""
 
-    def __init__(self, commits: list[tuple[list, int]]) -> None:
+    def __init__(self, commits: list[tuple[tuple, int]]) -> None:
         self.commits = commits
         self.seen = 0
         self.keys: set[tuple[str, int, int]] = set()
