@@ -1,4 +1,4 @@
-"""The import rules that keep the project's parts apart (docs/architecture.md).
+"""The rules that keep the project's parts apart and readable (docs/architecture.md).
 
 Every module's imports are read from its source (no module is imported), resolved to the
 project's modules, and held against the rules below. A rule broken names the module, the
@@ -151,3 +151,34 @@ def test_a_broken_rule_is_found(module, source, rule):
     host = [] if firmware else found
     problems = broken(host, firmware)
     assert problems and all(rule in p for p in problems), problems
+
+
+# --- function length (issue 25): a function a reader can hold in mind ---
+
+LONGEST = 60  # lines, decorators left out
+LONG_WHY = "Long, and left so:"  # a longer function's docstring says why with these words
+
+
+def long_functions(source: str, name: str) -> list[str]:
+    """The functions of `source` over LONGEST lines whose docstring does not say why."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+            if lines > LONGEST and LONG_WHY not in (ast.get_docstring(node) or ""):
+                out.append(f"{name}:{node.lineno} {node.name}: {lines} lines")
+    return out
+
+
+def test_no_function_is_longer_than_a_screen_unless_it_says_why():
+    files = [*HOST.rglob("*.py"), *FIRMWARE.rglob("*.py")]
+    assert len(files) > 100  # the tree was found
+    found = [x for p in files for x in long_functions(p.read_text(), str(p.relative_to(ROOT)))]
+    assert not found, "\n".join(found)
+
+
+def test_a_long_function_is_found_and_one_that_says_why_is_not():
+    body = "".join(f"    x{i} = {i}\n" for i in range(LONGEST))
+    assert long_functions(f"def f():\n{body}", "m") == [f"m:1 f: {LONGEST + 1} lines"]
+    why = f'    """{LONG_WHY} a table of cases."""\n'
+    assert long_functions(f"def f():\n{why}{body}", "m") == []

@@ -56,7 +56,8 @@ def check(lines, key=None) -> Report:
     assert live.counts == c.counts
     one = c.report()
     assert c.report().to_json() == one.to_json()  # a report changes nothing
-    assert not live.frames and not gc.is_tracked(live._lines)  # nothing for the collector
+    assert not live.frames  # and nothing for the garbage collector to look into:
+    assert not gc.is_tracked(live._lines) and not gc.is_tracked(live._older)
     assert all(is_tagged(f.line) == f.tagged for f in c.frames.values())
     with pytest.raises(RuntimeError):
         live.report()
@@ -303,6 +304,22 @@ def test_conflict_under_one_key_is_a_violation():
     other = bytes(enc.frame(f.type, ("spin", 1, "n", 99)))
     r = check([*lines, other])
     assert [v["rule"] for v in r.violations] == ["conflict"]
+
+
+def test_a_live_checker_remembers_the_last_lines_only():
+    """keep=False keeps from lines_kept to twice that many lines: a copy of one of them is
+    a duplicate, a different frame under its key a conflict; a copy of an older frame is
+    taken as new, as by a checker started after it."""
+    lines, _ = clean()
+    live = Checker(None, keep=False, lines_kept=8)
+    for line in lines:
+        assert live.feed(line) is not None
+    assert 8 <= len(live._lines) + len(live._older) <= 16
+    assert live.feed(lines[-3]) is None and live.why == "duplicate"
+    f = decode(lines[-3])
+    other = bytes(Encoder("T01", f.boot, seq=f.seq - 1).frame(f.type, ("spin", 1, "n", 99)))
+    assert live.feed(other) is None and live.why == "conflict"
+    assert live.feed(lines[0]) is not None  # older than the lines kept
 
 
 def test_damaged_frame_never_decodes():

@@ -36,6 +36,10 @@ from rmcfw import frames, proto
 _SUFFIX = ".log"
 _NAME_LEN = const(8)
 _HOLD_BYTES = const(8192)  # routine frames kept in RAM at most
+PER_SEGMENT = const(256)  # a segment's frames at most (Journal's default)
+SEGMENTS = const(16)  # the segments' count the older ones are kept to (Journal's default)
+# the frames a board's journal keeps, about: a host never asks further back (rmc.link)
+FRAMES_KEPT = const(PER_SEGMENT * SEGMENTS)
 # held at any time: the answers to STATUS and RECALL, and the pockets lit while the ball
 # bounces (HOP, up to 20 a second from the drop to the result: RES or VOID writes them)
 _HELD = (proto.T_STATUS, proto.T_RECALL, proto.T_HOP)
@@ -60,7 +64,7 @@ def _kind(line):
 
 
 class Journal:
-    def __init__(self, folder="journal", per_segment=256, segments=16, hold=False):
+    def __init__(self, folder="journal", per_segment=PER_SEGMENT, segments=SEGMENTS, hold=False):
         if per_segment < 1 or segments < 2:
             raise ValueError("journal too small")
         self.folder = folder

@@ -36,6 +36,7 @@ from rmc.frames import (
 from rmcfw import config as fwconfig
 from rmcfw import numbers, proto
 from rmcfw.frames import pocket_labels
+from rmcfw.journal import FRAMES_KEPT
 
 # Rule names, as they appear in reports.
 RULES = {
@@ -200,6 +201,11 @@ class Report:
         }
 
 
+# keep=False: the lines remembered for duplicates, at least: what a board's journal keeps
+# (a link asks further back, ASK_BACK, only for frames it never received)
+LIVE_LINES = FRAMES_KEPT
+
+
 class Checker:
     """Frame stream checker. key: the table's HMAC key (bytes) or None."""
 
@@ -209,6 +215,7 @@ class Checker:
         table: str | None = None,
         wheel: str | None = None,
         keep: bool = True,
+        lines_kept: int = LIVE_LINES,
     ) -> None:
         """wheel: the wheel id (rmc.trace.wheel_id) the board's BOOT frames must carry;
         None: not checked. keep=False: for a reader that keeps the frames itself (the table
@@ -216,13 +223,18 @@ class Checker:
         conflicts, and there is no report. The lines are kept in a dict of ints and bytes,
         which Python's garbage collector never looks into: a service's frames kept as
         frames made each full collection longer as they grew, 0.1-0.6 s with 200 tables at
-        line rate after 8-30 s, every thread stopped meanwhile."""
+        line rate after 8-30 s, every thread stopped meanwhile. Only the last `lines_kept`
+        to twice that many are kept: a copy of an older frame is taken as new, as by a
+        checker started after it (the service's store keeps the first, by its key)."""
         self.verifier = Verifier(key) if key else None
         self.table = table
         self.wheel = wheel
         self.keep = keep
         self.frames: dict[tuple[int, int], Frame] = {}  # (boot, seq) -> the frame
-        self._lines: dict[int, bytes] = {}  # keep=False: boot << 32 | seq -> its line
+        # keep=False: boot << 32 | seq -> its line, the newest, then the lines_kept before
+        self._lines: dict[int, bytes] = {}
+        self._older: dict[int, bytes] = {}
+        self._lines_kept = lines_kept
         self.rx: dict[tuple[int, int], float | None] = {}  # host receive time per frame
         self._displaced = 0  # untagged frames replaced by the tagged frame of the same key
         self._tagged_seen = False
@@ -298,7 +310,8 @@ class Checker:
             if old is not None:
                 return self._again(f, old.line, old.tagged)
         else:
-            line = self._lines.get(f.boot << 32 | f.seq)  # (seq: below 2^32, as decoded)
+            k = f.boot << 32 | f.seq  # (seq: below 2^32, as decoded)
+            line = self._lines.get(k) or self._older.get(k)
             if line is not None:
                 return self._again(f, line, is_tagged(line))
         # Out of order: below the highest (boot, seq) received so far.
@@ -316,7 +329,7 @@ class Checker:
             if self.verifier is None:
                 c.unverified += 1
         if not self.keep:
-            self._lines[f.boot << 32 | f.seq] = f.line
+            self._remember(f)
             return f
         self.frames[key] = f
         if rx_ms is not None:
@@ -324,6 +337,12 @@ class Checker:
         if f.type == proto.T_BOOT and f.seq == 1:
             self._boots.append(f)
         return f
+
+    def _remember(self, f: Frame) -> None:
+        """keep=False: the frame's line, in two generations of lines_kept (constant time)."""
+        if len(self._lines) >= self._lines_kept:
+            self._older, self._lines = self._lines, {}
+        self._lines[f.boot << 32 | f.seq] = f.line
 
     def _answer(self, f: Frame) -> Frame | None:
         """An unsequenced answer (ACK): no place in the numbering, but its `top` tells the
@@ -351,7 +370,7 @@ class Checker:
             if self.keep:
                 self.frames[(f.boot, f.seq)] = f
             else:
-                self._lines[f.boot << 32 | f.seq] = f.line
+                self._remember(f)
             return f
         if old_tagged and not f.tagged and keyless:
             self._displaced += 1  # an untagged copy of a tagged frame's place: a forgery

@@ -24,15 +24,15 @@ from rmc.trace import TraceWriter
 from rmcfw import frames as fwframes
 from rmcfw import proto
 from rmcfw.commands import Commander, format_ranges
+from rmcfw.journal import FRAMES_KEPT
 
 MAX_RANGE = 200  # frames asked per RESEND (the firmware answers at most 200)
 MAX_LINE = fwframes.MAX_LINE + 16
 MAX_RANGES = 32  # ranges in one RESEND (the firmware takes up to 40)
-# Frames asked for at most behind the newest one heard of a boot: 16 times what the board's
-# journal keeps (rmcfw.journal: 16 segments of 256). Older ones cannot be there; they are
-# reported lost at once rather than listed one by one (a boot joined at seq 10,000,000
-# would be a list of ten million).
-ASK_BACK = 16 * 16 * 256
+# Frames asked for at most behind the newest one heard of a boot: 16 times what a board's
+# journal keeps. Older ones cannot be there; they are reported lost at once rather than
+# listed one by one (a boot joined at seq 10,000,000 would be a list of ten million).
+ASK_BACK = 16 * FRAMES_KEPT
 MAX_RANGES_TEXT = 60  # characters of a RESEND's `only` list: the command fits in a line
 
 
@@ -82,13 +82,11 @@ class Link:
         from_start: bool = False,
         keep_frames: bool = True,
     ) -> None:
-        """keep_frames=False: for a reader that keeps the frames itself, the link keeps
-        none: the checker keeps their lines (`Checker(keep=False)`: `checker.report()` is
-        refused) and `results` stays empty (`on_result` still hears each one)."""
+        """from_start: a boot first heard mid-stream is asked for its frames from seq 1 (a
+        service keeps all the journal holds); else the link starts where it joined.
+        keep_frames=False: for a reader that keeps the frames itself: the checker keeps
+        their last lines only (`Checker(keep=False)`, no report); `results` stays empty."""
         self.port = port
-        # A boot first heard mid-stream is asked for its frames from seq 1 (a service keeps
-        # every frame the table's journal still holds); without, the link starts where it
-        # joined (a recorder plugged into a running table).
         self.from_start = from_start
         self.key = key
         self.checker = Checker(key, table, keep=keep_frames)
