@@ -14,6 +14,7 @@ import pytest
 from rmc.framegen import ScriptedTable
 from rmc.link import ASK_BACK, Link
 from rmc.serve.store import Batch, FrameRow, Store
+from rmc.serve.tables import TableRunner, TableSpec
 from rmc.trace import wheel_id
 from rmcfw import proto
 from rmcfw.commands import Wire
@@ -67,8 +68,9 @@ class HostPort:
 class Bench:
     """Virtual time, a table whose frames go through a Wire, a host Link."""
 
-    def __init__(self, tmp_path, key, p: float, seed: int) -> None:
+    def __init__(self, tmp_path, key, p: float, seed: int, journal=(256, 64)) -> None:
         rng = random.Random(seed)
+        self.journal_size = journal  # (frames a segment, segments)
         self.t = 0.0
         self.up = Lossy(rng, p / 2, p / 2)  # firmware -> host
         self.down = Lossy(rng, p / 2, p / 2)  # host -> firmware
@@ -87,7 +89,8 @@ class Bench:
 
     def reboot(self) -> None:
         self.boot_no += 1
-        journal = Journal(self.folder, per_segment=256, segments=64)
+        per_segment, segments = self.journal_size
+        journal = Journal(self.folder, per_segment=per_segment, segments=segments)
         prev = journal.last()
         journal.start()
         self.wire = Wire(
@@ -255,6 +258,33 @@ def test_a_service_stopped_before_a_joined_boots_start_came_asks_for_it_again(tm
     b.settle(3000)
     assert sorted(r.seq for r in rows) == [1, 2, 3, 4, 5, 6]
     assert not b.host.stats.lost
+    store.close()
+
+
+def test_frames_a_journal_no_longer_holds_are_asked_for_and_reported_once(tmp_path):
+    # The service joins a boot at seq 41 and asks for 1-40; the journal (two segments of 4
+    # frames) holds only the last few. The others are reported lost, kept as a LOST event,
+    # and a restarted service neither asks for them nor reports them anew: it shows them.
+    store = Store.open(f"sqlite:///{tmp_path / 'serve.db'}")
+    b = Bench(tmp_path, None, 0.0, 8, journal=(4, 2))
+    for i in range(39):
+        b.emit(proto.T_LID, ("locked", i % 2))  # before the service (after the BOOT)
+    spec = TableSpec("T01", "-", None)
+    runner = TableRunner(spec, store.resume("T01"))
+    runner.link.port, runner.link.clock = HostPort(b.up, b.down), lambda: b.t
+    b.host = runner.link
+    b.emit(proto.T_LID, ("locked", 1))
+    b.settle(3000)
+    lost = runner.link.stats.lost
+    assert len(lost) == 1 and lost[0][:2] == [1, 1] and 30 < lost[0][2] < 40
+    runner.tick(b.t)
+    store.write(runner.out)
+    r = store.resume("T01")
+    assert r.lost == lost and r.missing == {}
+    again = TableRunner(spec, r)
+    assert again.link.stats.lost == lost and again.link.missing_ranges() == []
+    again.tick(b.t)
+    assert not again.out.events  # told once
     store.close()
 
 

@@ -230,6 +230,12 @@ class Resume:
     events: dict[str, int]  # kind -> events stored (the next n)
     last_cseq: dict[int, int]  # boot -> highest command cseq stored
     frames: int  # frames stored
+    # [boot, first, last]: frames the table's journal no longer held (LOST events), left
+    # out of `missing`: asked for once, reported once
+    lost: list[list[int]] = field(default_factory=list)
+
+
+LOST = "lost"  # the event kind of frames found lost for good (rmc.link's LinkStats.lost)
 
 
 # --- schema ---------------------------------------------------------------------------------
@@ -847,7 +853,22 @@ class Store:
                     .group_by(CommandRec.boot)
                 ).all()
             )
-        return Resume(high, missing, first_boot, events, last_cseq, total)
+            lost = [
+                [d["boot"], d["first"], d["last"]]
+                for d in conn.execute(
+                    select(EventRec.data)
+                    .where(EventRec.table_id == table, EventRec.kind == LOST)
+                    .order_by(EventRec.n)
+                ).scalars()
+            ]
+        for boot, first, last in lost:
+            if boot in missing:
+                left = [s for s in missing[boot] if not first <= s <= last]
+                if left:
+                    missing[boot] = left
+                else:
+                    del missing[boot]
+        return Resume(high, missing, first_boot, events, last_cseq, total, lost)
 
     def _gaps(self, conn: Connection, table: str, boot: int) -> list[int]:
         """The seqs missing between a boot's lowest and highest stored ones."""

@@ -46,11 +46,13 @@ from rmc.record import PortLost, _lost, open_port
 from rmc.serve.derive import Derived, Deriver
 from rmc.serve.store import (
     BATCH_LISTS,
+    LOST,
     AnswerRow,
     Batch,
     CommandAnswer,
     CommandRow,
     DamageRow,
+    EventRow,
     FrameRow,
     Resume,
 )
@@ -224,7 +226,7 @@ class TableRunner:
         self.tables: Tables | None = None  # set when added
         self.health = Health()
         # from_start: a table first heard mid-boot is asked for the frames before it;
-        # keep_frames=False: the store keeps the frames, the link only their lines
+        # keep_frames=False: the store keeps the frames, the link only their last lines
         self.link = Link(
             None,
             key=spec.key,
@@ -239,6 +241,10 @@ class TableRunner:
             resume.first_boot,
             max(resume.last_cseq.values(), default=0),
         )
+        # frames found lost by an earlier run: reported once, never asked for again
+        self.link.stats.lost[:0] = [list(r) for r in resume.lost]
+        self._lost_told = len(self.link.stats.lost)
+        self._lost_n = resume.events.get(LOST, 0)
         self.deriver = Deriver(spec.id, resume.events)
         for f, rx_us in backlog:
             self.deriver.add(f, rx_us)
@@ -373,12 +379,23 @@ class TableRunner:
                 self.health.silent = silent
                 self.publish({"type": "link", "table": self.spec.id, **self.link_state()})
         self.derive()
+        self._lost_rows()
         if self._waiting:
             for cseq, order in list(self._waiting.items()):
                 if now - order.sent > ANSWER_S:
                     del self._waiting[cseq]
                     order.error = f"no answer from the table in {ANSWER_S:g} s"
                     order.done.set()
+
+    def _lost_rows(self) -> None:
+        """The ranges the link found lost since the last tick, as LOST events: a restarted
+        service leaves them out of what it asks for (rmc.serve.store.Store.resume)."""
+        lost = self.link.stats.lost
+        for boot, first, last in lost[self._lost_told :]:
+            data = {"boot": boot, "first": first, "last": last}
+            self.out.events.append(EventRow(self.spec.id, LOST, self._lost_n, boot, first, data))
+            self._lost_n += 1
+        self._lost_told = len(lost)
 
     def derive(self) -> None:
         """The rules applied to the frames held, up to the first one still missing."""
