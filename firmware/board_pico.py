@@ -33,6 +33,11 @@ _TX_MARGIN = const(64)  # never fill the ring to the brim: the byte-time model m
 _TXQ_MAX = const(8192)  # bytes of frames waiting for room in the ring, at most
 _RESEND_FILL = const(512)  # resent frames only while less is pending: ~45 ms at 115200
 _PUMP_MAX = const(256)  # bytes of resent frames read from the journal per loop pass
+# kept off a slice of the predictor's work (rmcfw.rnvp), so that its pass ends within the
+# period: what the pass still does after it (the rest of the table's poll, the slow inputs'
+# turn, the TX queue, the watchdog: ~0.16 ms on the emulated RP2040), and what a slice runs
+# past its budget (it stops at its first checkpoint after it: a piece of 0.1-0.2 ms)
+_SLICE_AFTER_US = const(300)
 _LED_ERROR = b"\x01\x00\x01\x00\x01\x00\x00\x00\x00\x00"  # 3 flashes a second: config error
 
 
@@ -270,7 +275,10 @@ class Board:
         # elsewhere (the virtual board's WebAssembly port) the seeded sequence, reproducible
         self.rand = lead.Hardware(os.urandom) if sys.platform == "rp2" else lead.Seeded()
         self.table = table.Table(wheel, self._no_emit, self.store, board=self)
-        self.table.pred.clock = time.ticks_us  # the predictor's refit in slices (rmcfw.rnvp)
+        # the predictor's refit and learning in slices (rmcfw.rnvp), each of what is left of
+        # the loop's period (bound once: a bound method is a heap object)
+        self.table.pred.clock = time.ticks_us
+        self.table.pred.budget = self._slice_us
         key_text = _read_text("key.txt")
         key = frames.load_key(key_text) if key_text else None
         # routine frames (STAT and RECALL always, a running ball's REV and RNVP too) wait in
@@ -494,6 +502,13 @@ class Board:
                 self._led = v
         else:
             self._tx_faults()
+
+    def _slice_us(self):
+        """The time (us) a slice of the predictor's work may take in this pass: what is left
+        of the pass's period (its deadline, pace()), less what the pass does after it. Less
+        than nothing in a late pass: the slice then does its smallest piece (rmcfw.rnvp)."""
+        left = time.ticks_diff(self._due, time.ticks_us())
+        return left + self.period_us - _SLICE_AFTER_US
 
     def pace(self):
         """Wait for the next pass's deadline, one period after the last one's: the grid does

@@ -87,15 +87,16 @@ class Wire:
     # --- in ---
 
     def feed(self, data):
-        """Bytes from the host, any amount: each complete line is handled as a command."""
+        """Bytes from the host, any amount: each complete line is handled as a command.
+        (For each piece read: its frame within 11 words, which MicroPython keeps off the
+        heap, a while loop, a for loop's iterator taking 4: board_pico.Board.step.)"""
         buf = self._inbuf
-        for b in data:
+        i = 0
+        while i < len(data):
+            b = data[i]
+            i += 1
             if b == 0x0A:
-                if self._overflow:
-                    self._overflow = False
-                elif self._inlen:
-                    self.command(memoryview(buf)[0 : self._inlen])
-                self._inlen = 0
+                self._line_end()
             elif b == 0x0D:
                 continue
             elif self._inlen >= frames.MAX_LINE:
@@ -104,6 +105,14 @@ class Wire:
             elif not self._overflow:
                 buf[self._inlen] = b
                 self._inlen += 1
+
+    def _line_end(self):
+        """A newline read: the line before it is a command, unless it was too long."""
+        if self._overflow:
+            self._overflow = False
+        elif self._inlen:
+            self.command(memoryview(self._inbuf)[0 : self._inlen])
+        self._inlen = 0
 
     def command(self, line):
         """Handle one command line (without newline). Returns (ok, detail) for tests."""

@@ -21,6 +21,8 @@ from rmcfw import rnvp, ticks
 SEED = const(0x2545F491)  # the seeded source's default seed (a small int on the board)
 _M32 = 0xFFFFFFFF  # (not const: a long int on the board)
 _WARM = const(8)  # outputs dropped after seeding
+_MASK = const(0x3FFFFFFF)  # the ticks clock's (rmcfw.ticks) ...
+_HALF = const(0x20000000)  # ... and half its period
 _TRIES = const(16)  # rejected draws at most (each is rejected less than half the time)
 ROLE = "engineer"  # the role a later call needs (the SET's `role`)
 A_ENGINEER = "engineer"  # ACK detail of a SET refused for want of it
@@ -102,7 +104,8 @@ class Predictor(rnvp.Predictor):
         # the fitted call comes extra_ms earlier: due that much ahead of its deadline
         if self._extra_us and self.why == rnvp.WHY_FIT:
             now = ticks.add(now, self._extra_us)
-        return ticks.diff(now, self.deadline) >= 0
+        # ticks.diff(now, deadline) >= 0 without its call (each pass while the ball runs)
+        return (now - self.deadline) & _MASK < _HALF
 
 
 def later(cfg, key, new):

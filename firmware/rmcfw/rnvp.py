@@ -48,7 +48,9 @@ class Predictor:
     SLICE_US, the first in lap() itself, the others in work(), one a main loop pass; until
     it is over, `pending` is True and the deadline is the safety limit's. Without one, lap()
     does it all, as does a clock that does not move while it works (a simulated one). Either
-    way the deadline it ends with is the same.
+    way the deadline it ends with is the same. budget: None, or a function giving the us a
+    slice may take now (the board's: what is left of the loop's period), SLICE_US at most;
+    a slice with none left still runs to its first checkpoint.
 
     The learning after a result may run in slices too (learn_start(), then learn_work() one
     a main loop pass, while `learning` is not None), the first in learn_start() itself:
@@ -78,6 +80,7 @@ class Predictor:
         self.ahead = Ahead()
         self.wheel.set_prior(drop_s)
         self.clock = None
+        self.budget = None  # None, or a function: the us a slice may take now (the board's)
         self._work = None  # the pass's refit under way: its steps (rmcfw.rnvp_slices)
         self.learning = None  # the learning after a result under way: its steps
         self.reset(0)
@@ -139,9 +142,15 @@ class Predictor:
         if self.learning is not None:
             self.finish_learning()  # (a reset() ended it: only a lap() without one finds it)
         s = ticks.diff(t, self.t0) / 1e6
+        self.passes.add(s)
+        self._refit_at(s, self.limit())
+        return self.deadline
+
+    def _refit_at(self, s, lim):
+        """The refit of the pass at s begun, lim the safety limit on its lap (s). (Apart
+        from lap(): each ball pass calls both, and each frame within 11 words stays off the
+        heap: board_pico.Board.step.)"""
         passes = self.passes
-        passes.add(s)
-        lim = self.limit()
         limit = s + lim
         # the previous pass's fit is stale now: the safety limit alone, until the refit
         self.deadline = ticks.add(self.t0, int(limit * 1e6))
@@ -152,7 +161,6 @@ class Predictor:
         else:
             self._work = self._refit(s, limit)
             self._slice()
-        return self.deadline
 
     @property
     def pending(self):
@@ -163,13 +171,33 @@ class Predictor:
         """One slice of the pass's refit, if one is under way: it stops at the first
         checkpoint after SLICE_US on the clock (without a clock it runs to its end). True
         once none is left."""
+        if self._work is None:
+            return True  # (none under way: no call further)
         return self._slice()
 
+    def work_ended(self):
+        """work() where a refit is under way: True when this slice ended it (the deadline
+        is the refit's now), else False. (The table's loop: one call a pass, where the
+        `pending` property then work() would be two, and a property is the dearer.)"""
+        return self._work is not None and self._slice()
+
     def _slice(self):
-        if self._work is None or rnvp_slices.step(self._work, self.clock):
-            self._work = None
-            return True
-        return False
+        """One slice of the refit under way, if any (rnvp_slices.step, unrolled: a call less
+        in each loop pass that runs one): True once none is left."""
+        steps = self._work
+        if steps is not None:
+            b = self.budget
+            rnvp_slices.begin(self.clock, SLICE_US if b is None else b())
+            for _ in steps:
+                return False  # the steps yield only when the slice's time is up
+        self._work = None
+        return True
+
+    def _budget(self):
+        """A slice's time (us): what the main loop's pass has left (budget()), SLICE_US at
+        most."""
+        b = self.budget
+        return SLICE_US if b is None else b()
 
     def finish(self):
         """The pass's refit under way, if any, run to its end at once; and the learning."""
@@ -188,8 +216,22 @@ class Predictor:
 
     def _refit(self, s, limit):
         """The refit of the pass at s, as resumable steps: the deadline it gives, set at
-        the end."""
-        call = yield from self._predict(s)
+        the end. Sets drop_s and revs_left. (The call from the fit is found here, not in
+        steps of their own: each level of steps costs a slice a resumption and a yield.)"""
+        call = None
+        self.drop_s = None
+        self.revs_left = None
+        passes = self.passes
+        f = yield from passes.state_steps(self.wheel.drag)
+        if f is not None:
+            u, b = f
+            k = passes.count - 1
+            if k > passes.recent:
+                k = passes.recent
+            if self.to_drop:
+                call = yield from drop_call_steps(self, s, u, b, k)
+            else:
+                call = yield from self._pass_call(s, u, k)
         self._place(call, limit)
 
     def _place(self, call, limit):
@@ -237,26 +279,11 @@ class Predictor:
     def learn_work(self):
         """One slice of the learning under way, if any (a slice: as work()'s). True once
         none is left."""
-        if self.learning is None or rnvp_slices.step(self.learning, self.clock):
+        steps = self.learning
+        if steps is None or rnvp_slices.step(steps, self.clock, self._budget()):
             self.learning = None
             return True
         return False
-
-    def _predict(self, s):
-        """Call time (s) from the fit, or None. Sets drop_s and revs_left. Resumable
-        (rmcfw.rnvp_slices)."""
-        self.drop_s = None
-        self.revs_left = None
-        f = yield from self.passes.state_steps(self.wheel.drag)
-        if f is None:
-            return None
-        u, b = f
-        k = self.passes.count - 1
-        if k > self.passes.recent:
-            k = self.passes.recent
-        if self.to_drop:
-            return (yield from drop_call_steps(self, s, u, b, k))
-        return (yield from self._pass_call(s, u, k))
 
     def _pass_call(self, s, u, k):
         """A lead counted to the last pass: the call most likely within +-0.5 s of it, with

@@ -54,7 +54,7 @@ class Passes:
 
     def state_steps(self, a, k=None, fade=None):
         """(u, b): the last lap's u and the friction b of this spin, or None. Resumable
-        (rmcfw.rnvp_slices): a checkpoint after each lap.
+        (rmcfw.rnvp_slices): two checkpoints a lap.
 
         With the drag a known, the laps before the last one follow from those two values:
         u_(L-j) = u_L*c_j + b*d_j (c_j = a^-j, d_j = sum of a^-i for i = 1..j), so both come
@@ -79,6 +79,8 @@ class Passes:
             wn = w / (u * u * u)  # lap-time noise weighs on u as u^1.5
             scc += wn * c * c
             scd += wn * c * d
+            if over():
+                yield  # (a lap's sums take ~0.2 ms on the chip: a checkpoint halfway)
             sdd += wn * d * d
             scu += wn * c * u
             sdu += wn * d * u
@@ -100,11 +102,13 @@ class Passes:
 
     def refine_steps(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0, lap_noise=False):
         """(w, b) fitted to the last k+1 pass times themselves, from a first guess, or None.
-        Resumable (rmcfw.rnvp_slices): a checkpoint after each pass row and each pivot of a solve.
+        Resumable (rmcfw.rnvp_slices): checkpoints inside each pass row and each pivot of a
+        solve.
 
         Gauss-Newton, equal weights, four steps. Each step walks the model back from the
         last pass (_walk), sums the normal equations of the pass times' errors
-        (_pass_sums), or of the laps' (lap_noise: _lap_sums), and solves them (_solve).
+        (_pass_sums), or of the laps' (lap_noise: _lap_sums), adds the priors (_priors) and
+        solves them (invert4_steps).
         The unknowns are w (the speed^2 at the last pass), b, a and the last pass's own
         error. Sets the covariance factors, rss and drag_fit.
 
@@ -126,7 +130,8 @@ class Passes:
                 rss = yield from self._pass_sums(rows, k)
             if not self._walked:
                 return None
-            if not (yield from self._solve(lam, lam * (b0 - b), lam_a, lam_a * (a0 - a))):
+            self._priors(lam, lam * (b0 - b), lam_a, lam_a * (a0 - a))
+            if not (yield from invert4_steps(m)):
                 return None
             y = self._y
             w += m[0] * y[0] + m[1] * y[1] + m[2] * y[2] + m[3] * y[3]
@@ -154,7 +159,9 @@ class Passes:
         2/(sqrt v + sqrt v_next). Yields a row for each pass, last first: its time's
         residual and its derivatives by (w, b, a). Rows are made as they are summed, so that
         none is kept. _walked tells, once it is over, whether the model had every pass: it
-        stops short where it has no such pass."""
+        stops short where it has no such pass. Yields None at a checkpoint halfway through
+        each row and at its end (a row's walk and sums take ~0.5 ms on the chip): the sums
+        pass it on."""
         self._walked = False
         inv = 1.0 / a
         v = w
@@ -182,6 +189,8 @@ class Passes:
             gbp = (gb + 1.0) * inv
             gap = (ga - vp) * inv
             tau -= 2.0 / ss
+            if over():
+                yield None
             dw += q * (gwp / sv + gw / sn)
             db += q * (gbp / sv + gb / sn)
             da += q * (gap / sv + ga / sn)
@@ -190,23 +199,32 @@ class Passes:
             gw = gwp
             gb = gbp
             ga = gap
+            if over():
+                yield None
         self._walked = True
 
     def _pass_sums(self, rows, k):
         """The error is on each pass (sensors, video frames): the normal equations of the
         k+1 pass rows, in (dw, db, da, d_offset), into _m (upper triangle) and _y. Returns
-        the residual sum of squares; a checkpoint after each row."""
+        the residual sum of squares; checkpoints in each row and in the walk's (a None
+        row)."""
         sww = swb = swa = sbb = sba = saa = 0.0  # sums of the gradients' products
         sw = sb = sa = 0.0  # ... and of the gradients: the offset's column
         yw = yb = ya = yo = 0.0  # the gradients times the residuals
         rss = 0.0
-        for r, gw, gb, ga in rows:
+        for row in rows:
+            if row is None:
+                yield  # the walk's checkpoint: the slice's time is up
+                continue
+            r, gw, gb, ga = row
             sww += gw * gw
             swb += gw * gb
             swa += gw * ga
             sbb += gb * gb
             sba += gb * ga
             saa += ga * ga
+            if over():
+                yield
             sw += gw
             sb += gb
             sa += ga
@@ -217,25 +235,41 @@ class Passes:
             rss += r * r
             if over():
                 yield
-        self._set(sww, swb, swa, sbb, sba, saa, yw, yb, ya)
         m = self._m
+        y = self._y
+        # (set here, not by a function: one of 10 arguments has a frame the heap would take)
+        m[0] = sww
+        m[1] = swb
+        m[2] = swa
+        m[5] = sbb
+        m[6] = sba
+        m[10] = saa
+        y[0] = yw
+        y[1] = yb
+        y[2] = ya
         m[3] = sw
         m[7] = sb
         m[11] = sa
         m[15] = float(k + 1)
-        self._y[3] = yo
+        y[3] = yo
         return rss
 
     def _lap_sums(self, rows):
         """The error is on each lap (laps clocked one by one, so the passes drift): the
         normal equations of the lap rows, each the difference of the two pass rows around
-        it, in (dw, db, da) with no offset. Returns the residual sum of squares; a checkpoint
-        after each row."""
+        it, in (dw, db, da) with no offset. Returns the residual sum of squares; checkpoints
+        in each row and in the walk's (a None row)."""
         sww = swb = swa = sbb = sba = saa = 0.0
         yw = yb = ya = 0.0
         rss = 0.0
-        rp, pw, pb, pa = next(rows)  # the pass after the lap (rows go back in time)
-        for r, dw, db, da in rows:
+        # the pass after the lap (rows go back in time; a walk's first row comes before its
+        # first checkpoint)
+        rp, pw, pb, pa = next(rows)
+        for row in rows:
+            if row is None:
+                yield  # the walk's checkpoint: the slice's time is up
+                continue
+            r, dw, db, da = row
             x = rp - r
             gw = pw - dw
             gb = pb - db
@@ -246,6 +280,8 @@ class Passes:
             sbb += gb * gb
             sba += gb * ga
             saa += ga * ga
+            if over():
+                yield
             yw += gw * x
             yb += gb * x
             ya += ga * x
@@ -256,14 +292,6 @@ class Passes:
             pa = da
             if over():
                 yield
-        self._set(sww, swb, swa, sbb, sba, saa, yw, yb, ya)
-        m = self._m
-        m[3] = m[7] = m[11] = self._y[3] = 0.0  # no offset: its row says d_offset = 0
-        m[15] = 1.0
-        return rss
-
-    def _set(self, sww, swb, swa, sbb, sba, saa, yw, yb, ya):
-        """The (w, b, a) block of the normal equations and its right-hand side."""
         m = self._m
         y = self._y
         m[0] = sww
@@ -275,11 +303,14 @@ class Passes:
         y[0] = yw
         y[1] = yb
         y[2] = ya
+        m[3] = m[7] = m[11] = y[3] = 0.0  # no offset: its row says d_offset = 0
+        m[15] = 1.0
+        return rss
 
-    def _solve(self, lam, lam_b, lam_a, lam_da):
+    def _priors(self, lam, lam_b, lam_a, lam_da):
         """Add the priors to the normal equations (on b: lam, lam_b; on a: lam_a, lam_da,
-        or a held when lam_a is 0) and invert the matrix in place. False if singular.
-        Resumable: a checkpoint after each pivot."""
+        or a held when lam_a is 0), before they are solved. (Not steps: a generator is
+        allocated at each call, 4 a fit.)"""
         m = self._m
         y = self._y
         m[5] += lam
@@ -290,4 +321,3 @@ class Passes:
         else:  # a held: its row says da = 0
             m[2] = m[6] = m[11] = y[2] = 0.0
             m[10] = 1.0
-        return (yield from invert4_steps(m))

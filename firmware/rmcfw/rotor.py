@@ -29,6 +29,8 @@ _STEP = b"\x00\x02\x01\x00\x01\x00\x00\x02\x02\x00\x00\x01\x00\x01\x02\x00"
 _QUARTERS = const(4)
 _RING = const(11)  # monotone steps looked at around the mark: two pitches and a half
 _MID = const(5)  # the middle one of them: the mark's first state
+_MASK = const(0x3FFFFFFF)  # the ticks clock's (rmcfw.ticks) ...
+_HALF = const(0x20000000)  # ... and half its period
 _HIST = const(16)  # recent edges kept, to place an instant a little in the past on the count
 _S10 = const(2)  # the quadrature state A=1, B=0 (ab = A << 1 | B)
 
@@ -192,28 +194,36 @@ class Rotor:
 
     def pocket_under(self, t):
         """The pocket channel under ball sensor A at instant t (now, or a little before:
-        within the last 16 edges), or -1 when the rotor's place is not known."""
+        within the last 16 edges), or -1 when the rotor's place is not known. (At each ball
+        pass: its frame, and _pos_at's, within 11 words, off the heap: board_pico.Board.step.)"""
         if not self.known:
             return -1
+        p = self._pos_at(t)
+        if p is None:
+            return -1  # t is before the edges kept
+        n = self.counts
+        q = (p - self.ref + self.mark_q) % n
+        # nearest pocket centre to sensor A, the rotor taken mid-step: a2/(2n) - (q + 1/2)/4
+        # pockets for 39 slots, in integers
+        return ((self.a2 - (2 * q + 1) * numbers.COUNT + n) // (2 * n)) % numbers.COUNT
+
+    def _pos_at(self, t):
+        """The rotor's count at instant t, the edges after it undone; None when t is before
+        the edges kept."""
         p = self.pos
         ht = self._ht
-        hs = self._hs
         i = self._hi
         k = self._hn
         while k:
             i = (i - 1) % _HIST
             if ticks.diff(ht[i], t) <= 0:
                 break
-            p -= hs[i] - 1  # an edge after t: the count before it
+            p -= self._hs[i] - 1  # an edge after t: the count before it
             k -= 1
         else:
             if self._hn == _HIST:
-                return -1  # t is before the edges kept
-        n = self.counts
-        q = (p - self.ref + self.mark_q) % n
-        # nearest pocket centre to sensor A, the rotor taken mid-step: a2/(2n) - (q + 1/2)/4
-        # pockets for 39 slots, in integers
-        return ((self.a2 - (2 * q + 1) * numbers.COUNT + n) // (2 * n)) % numbers.COUNT
+                return None
+        return p
 
     def _quarter(self, t, d):
         self._mark = self.pos
@@ -238,9 +248,13 @@ class Rotor:
 
     def poll(self, now):
         """Declare the rotor stopped when no edge came for stop_ms."""
-        if self.t_edge is not None and ticks.diff(now, self.t_edge) > self.stop_us:
-            self.t_edge = None
-            self._restart()
+        t = self.t_edge
+        if t is not None:
+            # ticks.diff(now, t) > stop_us without its call (every pass while it turns)
+            d = (now - t) & _MASK
+            if d < _HALF and d > self.stop_us:
+                self.t_edge = None
+                self._restart()
 
     def turning(self):
         return self.dir != 0

@@ -28,6 +28,8 @@ _ROTOR_ERRORS = const(8)  # invalid quadrature transitions tolerated per spin
 # pocket sensor must not flood the line (20 a second at most, ~1 kB/s of a 11.5 kB/s line); a
 # picture held back goes out when that time is up, and before the frame ending the spin.
 HOP_MS = const(50)
+_MASK = const(0x3FFFFFFF)  # the ticks clock's (rmcfw.ticks) ...
+_HALF = const(0x20000000)  # ... and half its period
 
 
 def dir_name(d):
@@ -194,26 +196,17 @@ class Spin:
             )
 
     def on_pass(self, t):
-        """The ball passed the sensors (Ball recorded it)."""
+        """The ball passed the sensors (Ball recorded it). (At each ball pass: its frame, and
+        those of the helpers a pass on the track calls, within 11 words, the rest apart:
+        board_pico.Board.step.)"""
         s = self.state
         # (comparisons, not `in (...)`: a tuple of module names is built, on the heap, each time)
         if s == proto.S_BETS or s == proto.S_RESULT:
             if self._launching(t):
                 self._launch(t)
         elif s == proto.S_TRACK or s == proto.S_RNVP:
-            b = self.ball
-            n = b.count - 1 + self.revs_before
-            fields = ("spin", self.st["spin"], "n", n, "period_us", b.period_us)
-            # (saved with the next save; recovered from the REV frame)
-            changes.lap(self.st, self.st["spin"], n)
-            lone = b.lone + self.lone_before
-            if lone or b.reversed:
-                # the ball sensors' disagreements so far, for a spin resumed after a cut
-                rev = b.reversed + self.reversed_before
-                changes.disagree(self.st, self.st["spin"], lone, rev)
-                fields += ("lone", lone, "reversed", rev)
-            self.emit(proto.T_REV, fields)
-            if b.paired:
+            self._rev()
+            if self.ball.paired:
                 # the pocket under ball sensor A as the ball reaches it (DROP's `under`: the
                 # last pass both sensors saw, as the simulator's truth counts it)
                 self.under = self.rotor.pocket_under(t)
@@ -221,27 +214,56 @@ class Spin:
             self.pred.lap(t)
             self._check_call(t)
         elif s == proto.S_DROPPED:
-            if self.pockets.count:
-                self._incident(t, "object")  # the ball still runs while something is held
-            else:
-                self._void(t, proto.V_SENSORS)  # no pocket, yet the ball is on the track
-                if self.touched:  # the pockets saw it bounce, then lost it: a dead sensor
-                    self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
+            self._pass_dropped(t)
         elif s == proto.S_INCIDENT:
-            if not self.inc_back and self.inc_moving:
-                self.t_inc = t  # the ball still runs: it is not back yet
-            elif self._launching(t):
-                # The relaunch, bets closed. Launched before the ball was seen back (after it
-                # had stopped): said so, and played all the same rather than ignored (the
-                # launch's own checks, 4 revolutions among them, still hold).
-                fields = ("spin", self.st["spin"], "step", proto.INC_RELAUNCH)
-                self.emit(proto.T_INCIDENT, fields if self.inc_back else fields + ("checked", 0))
-                self.frozen = True
-                changes.relaunch(self.st)  # (saved by the launch)
-                self._launch(t)
-            elif not self.inc_back:
-                self.inc_moving = True  # one sensor alone: moving, if not yet a launch
-                self.t_inc = t
+            self._pass_incident(t)
+
+    def _rev(self):
+        """The REV frame of a pass on the track."""
+        b = self.ball
+        spin = self.st["spin"]
+        n = b.count - 1 + self.revs_before
+        fields = ("spin", spin, "n", n, "period_us", b.period_us)
+        # (saved with the next save; recovered from the REV frame)
+        changes.lap(self.st, spin, n)
+        if b.lone or self.lone_before or b.reversed:
+            fields += self._disagree()
+        self.emit(proto.T_REV, fields)
+
+    def _disagree(self):
+        """The ball sensors' disagreements so far, kept for a spin resumed after a cut: the
+        REV frame's fields for them."""
+        b = self.ball
+        lone = b.lone + self.lone_before
+        rev = b.reversed + self.reversed_before
+        changes.disagree(self.st, self.st["spin"], lone, rev)
+        return ("lone", lone, "reversed", rev)
+
+    def _pass_dropped(self, t):
+        """A ball pass after the drop."""
+        if self.pockets.count:
+            self._incident(t, "object")  # the ball still runs while something is held
+        else:
+            self._void(t, proto.V_SENSORS)  # no pocket, yet the ball is on the track
+            if self.touched:  # the pockets saw it bounce, then lost it: a dead sensor
+                self.fault(proto.F_POCKET_STUCK_OFF, 1, "-")
+
+    def _pass_incident(self, t):
+        """A ball pass during an incident: still running, or the relaunch."""
+        if not self.inc_back and self.inc_moving:
+            self.t_inc = t  # the ball still runs: it is not back yet
+        elif self._launching(t):
+            # The relaunch, bets closed. Launched before the ball was seen back (after it
+            # had stopped): said so, and played all the same rather than ignored (the
+            # launch's own checks, 4 revolutions among them, still hold).
+            fields = ("spin", self.st["spin"], "step", proto.INC_RELAUNCH)
+            self.emit(proto.T_INCIDENT, fields if self.inc_back else fields + ("checked", 0))
+            self.frozen = True
+            changes.relaunch(self.st)  # (saved by the launch)
+            self._launch(t)
+        elif not self.inc_back:
+            self.inc_moving = True  # one sensor alone: moving, if not yet a launch
+            self.t_inc = t
 
     def on_pockets(self, t):
         """The pocket picture changed."""
@@ -315,8 +337,11 @@ class Spin:
         c = self.cfg
         if self.t_lone >= 0 and ticks.diff(now, self.t_lone) > c.limit_ms * 1000:
             self.t_lone = -1  # no pass followed the lone one: a glitch, not a launch
-        if c.status_ms and ticks.diff(now, self.t_status) >= c.status_ms * 1000:
-            self.status(now)
+        if c.status_ms:
+            # ticks.diff(now, t_status) >= status_ms without its call (every pass)
+            d = (now - self.t_status) & _MASK
+            if d < _HALF and d >= c.status_ms * 1000:
+                self.status(now)
 
     def _learn_more(self):
         """A slice of the predictor's learning after the result; its wheel saved once over
@@ -325,17 +350,21 @@ class Spin:
             self.save()
 
     def _poll_track(self, now):
-        """Ball on the track, bets open: the predictor's call, then as in rnvp."""
-        self.pred.work()  # a slice of the pass's refit, while one is under way
+        """Ball on the track, bets open: the predictor's call, then as in rnvp; last, a
+        slice of the pass's refit while one is under way, so that it has what is left of
+        the loop's period (board_pico.Board._slice_us), and the call if it ended it."""
         self._check_call(now)
         self._poll_rnvp(now)  # on, even if the call just moved the state to rnvp
+        if self.state == proto.S_TRACK and self.pred.work_ended():
+            self._check_call(now)  # the refit just ended: its deadline may have come
 
     def _poll_rnvp(self, now):
         """Ball on the track: its drop (a pocket held, or no pass for a lap's share)."""
         p = self.pockets
         c = self.cfg
         b = self.ball
-        if p.fresh() and ticks.diff(now, p.since) >= c.pocket_drop_ms * 1000:
+        # (count first: with no pocket held, as the ball runs, fresh()'s loop is skipped)
+        if p.count and p.fresh() and ticks.diff(now, p.since) >= c.pocket_drop_ms * 1000:
             if p.fresh_count() >= 2:
                 # The ball fills one pocket at most: something else fell into the
                 # cylinder while the ball runs (decree 1-4), not a drop.

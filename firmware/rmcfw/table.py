@@ -11,6 +11,8 @@
 #   t.handle(cmd, fields) -> (ok, detail)  # host commands (the wire's handler signature)
 #
 # Times are microseconds on the ticks_us clock (rmcfw.ticks: wrapped to 30 bits).
+from micropython import const
+
 from rmcfw import (
     ball,
     channels,
@@ -28,6 +30,7 @@ from rmcfw import (
 from rmcfw.frames import wheel_id
 
 FW = "rmcfw-1.0"
+_MASK = const(0x3FFFFFFF)  # the ticks clock's (rmcfw.ticks)
 _SAVE_FAILED = "save failed"  # F_STORAGE's detail begins so: cleared by the next save that works
 
 
@@ -210,7 +213,7 @@ class Table:
             self.spin.on_pockets(t)
 
     def poll(self, now):
-        now = ticks.wrap(now)
+        now &= _MASK  # (ticks.wrap without its call: every pass)
         self.now = now
         if self.ball.poll(now):
             self.spin.on_pass(self.ball.t_pass)

@@ -356,6 +356,21 @@ def test_the_loop_runs_on_a_grid_of_deadlines():
     assert b.overruns == 1
 
 
+def test_the_predictors_slices_get_what_is_left_of_the_period():
+    """A slice of the predictor's refit or learning runs in what is left of the loop pass's
+    period, less what the pass does after it (rmcfw.rnvp: its budget)."""
+    b, clock = make_board()
+    pred = b.table.pred
+    assert pred.clock is not None
+    b._due = clock.ticks_us()  # the pass began on its deadline (pace())
+    first = pred.budget()
+    assert 0 < first < b.period_us  # less what the pass does after the slice
+    clock.us += 400  # the pass has run 0.4 ms
+    assert pred.budget() == first - 400
+    clock.us += b.period_us  # a pass past its period: nothing left (the smallest piece)
+    assert pred.budget() < 0
+
+
 # --- configuration errors ------------------------------------------------------------
 
 

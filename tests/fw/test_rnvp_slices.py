@@ -98,6 +98,39 @@ def test_sliced_refits_end_with_the_same_calls():
     assert longest < rnvp.SLICE_US + 2 * STEP_US
 
 
+def test_a_slice_takes_the_budget_the_loop_leaves_it():
+    """With a budget (the board's: what is left of the loop pass's period), each slice
+    stops at its first checkpoint past it, SLICE_US at most; with none left, at its first
+    checkpoint, so that the refit still gets on. The refits end as done at once."""
+    for left in (-300, 0, 3 * STEP_US, 10 * STEP_US, 10 * rnvp.SLICE_US):
+        lim = min(left, rnvp.SLICE_US)
+        for kw, spins in _settings()[2:]:
+            plain = rnvp.Predictor(**kw)
+            p = rnvp.Predictor(**kw)
+            clock = WorkClock()
+            p.clock = clock
+            p.budget = lambda left=left: left
+            for times in spins[:3]:
+                us = [int(x * 1e6) for x in times]
+                plain.reset(us[0])
+                p.reset(us[0])
+                for t in us[1:]:
+                    plain.lap(t)
+                    start = clock.now
+                    p.lap(t)
+                    while p.pending:
+                        took = (clock.now - start) & 0x3FFFFFFF
+                        if lim <= 0:  # the slice's start, then its first checkpoint
+                            assert took == 2 * STEP_US, (left, took)
+                        else:
+                            assert lim <= took < lim + 2 * STEP_US, (left, took)
+                        start = clock.now
+                        p.work()
+                    assert _values(p) == _values(plain)
+                assert p.learn_drop() == plain.learn_drop()
+            assert rnvp.export(p) == rnvp.export(plain)
+
+
 def test_a_clock_that_stands_still_gets_it_all_in_lap():
     """A simulated clock that does not move while the predictor works (the virtual board's,
     a test's): lap() does the whole refit, as without a clock."""
@@ -196,6 +229,7 @@ def test_the_checkpoints_are_close_together():
         return  # MicroPython: no line tracing (the slices are shown by the tests above)
     call, clock, reads = _traced_clock()
     worst = 0
+    worst_table = 0  # the table's refits (to_drop): the calls counted to the drop
     refit = 0
     for kw, spins in _settings():
         p = rnvp.Predictor(**kw)
@@ -216,14 +250,19 @@ def test_the_checkpoints_are_close_together():
                     gap = reads[i] - reads[i - 1]
                     if gap > worst:
                         worst = gap
+                    if kw.get("to_drop") and gap > worst_table:
+                        worst_table = gap
                 if reads:
                     refit = max(refit, reads[-1] - reads[0])
             p.learn_drop()
     # a refit runs thousands of lines, and no stretch of them long without a checkpoint: the
-    # longest, ~140 lines, ends a walk, sets its sums and makes the first pivot of the 4x4
-    # inverse; one iteration of a loop over the passes ahead is ~110, of the fit's rows ~40
+    # longest, ~140 lines, one iteration of a loop over the passes ahead (a call counted to
+    # the last pass). The table's refits are all fits and laps run forward: a fit's row has
+    # four checkpoints (~12 lines apart), the longest stretch, ~55 lines, ends a walk, sets
+    # its sums and begins the 4x4 inverse (a piece of ~0.1-0.2 ms on the chip)
     assert refit > 3000, refit
     assert worst < 200, worst
+    assert worst_table < 70, worst_table
 
 
 def test_the_table_calls_the_same_with_a_refit_in_slices():
@@ -237,13 +276,13 @@ def test_the_table_calls_the_same_with_a_refit_in_slices():
         tb = table.Table(numbers.NUMBERS, fr)
         tb.pred.clock = clock
         works = [0]
-        work = tb.pred.work
+        work = tb.pred.work_ended  # (the table's loop: a slice a pass, while one is left)
 
         def counted(work=work, works=works, pred=tb.pred):
             works[0] += 1 if pred.pending else 0
             return work()
 
-        tb.pred.work = counted
+        tb.pred.work_ended = counted
         tb.start(0)
         assert tb.handle(proto.C_OPEN, {"chef": "C1"}) == (True, "")
         tb.feed(1000, channels.LID, 0)
