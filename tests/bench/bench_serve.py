@@ -39,10 +39,12 @@ runs the matrix alone; `--profile` adds cProfile tables of the service's threads
 it slows them); `--switch-interval S` sets CPython's GIL switch interval for the service;
 `--runs K` runs each case K times and shows the best (lowest p99; the machine is shared).
 
-The machine's other work changes every figure (the service, the simulated tables and
-PostgreSQL share its cores, and its disk): the load average is printed and kept with the
-figures. In the service a frame costs 2-3 times its stage's figure (200 tables' state does
-not stay in the CPU's caches; the two threads share the GIL).
+The goal is for one core: on a machine of two cores or more the service runs on CPU 0
+alone (its threads inherit it), and the simulated tables and PostgreSQL, started after the
+bench left CPU 0, on the others (`--no-pin`: anywhere). The machine's other work still
+changes every figure (its disk, and what else runs on CPU 0): the load average is printed
+and kept with the figures. In the service a frame costs 1.5-3 times its stages' figures
+(200 tables' state does not stay in the CPU's caches; the two threads share the GIL).
 """
 
 from __future__ import annotations
