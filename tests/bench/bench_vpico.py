@@ -311,6 +311,22 @@ def figures(m: dict[str, Any]) -> list[Figure]:
                    f"{c['lap_passes']} passes with a refit, max "
                    f"{_ms(c['lap_pass_step_max_us'])}"),
         ]  # fmt: skip
+    work = c.get("work") or [0, 0, 0]
+    if work[0]:
+        out.append(
+            Figure("the refit's later slices (work_ended())", f"{work[0]} slices",
+                   f"{_ms(work[1] / work[0])} mean, {_ms(work[2])} max: one a loop pass, "
+                   "in what is left of its period")
+        )  # fmt: skip
+    after = c.get("after_pass") or [0] * 16
+    for k in range(4):
+        n, tot, mx, over = after[4 * k : 4 * k + 4]
+        if n:
+            what = "a ball pass on the track (step())" if not k else f"  the pass {k} after it"
+            out.append(
+                Figure(what, _ms(tot / n),
+                       f"{n} passes, max {_ms(mx)}, {over} over 1 ms")
+            )  # fmt: skip
     learn = c.get("learn") or [0] * 8
     if learn[0]:
         out += [
