@@ -13,7 +13,7 @@ import pytest
 
 from rmc.framegen import ScriptedTable
 from rmc.link import ASK_BACK, Link
-from rmc.serve.store import Batch, FrameRow, Store
+from rmc.serve.store import LOST, Batch, EventRow, FrameRow, Store
 from rmc.serve.tables import TableRunner, TableSpec
 from rmc.trace import wheel_id
 from rmcfw import proto
@@ -285,6 +285,9 @@ def test_frames_a_journal_no_longer_holds_are_asked_for_and_reported_once(tmp_pa
     assert again.link.stats.lost == lost and again.link.missing_ranges() == []
     again.tick(b.t)
     assert not again.out.events  # told once
+    odd = EventRow("T01", LOST, 1, 1, 1, {"boot": "1", "first": 2})  # not a row of ours
+    store.write(Batch(events=[odd]))
+    assert store.resume("T01").lost == lost
     store.close()
 
 

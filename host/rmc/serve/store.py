@@ -853,14 +853,12 @@ class Store:
                     .group_by(CommandRec.boot)
                 ).all()
             )
-            lost = [
-                [d["boot"], d["first"], d["last"]]
-                for d in conn.execute(
-                    select(EventRec.data)
-                    .where(EventRec.table_id == table, EventRec.kind == LOST)
-                    .order_by(EventRec.n)
-                ).scalars()
-            ]
+            found = conn.execute(
+                select(EventRec.data)
+                .where(EventRec.table_id == table, EventRec.kind == LOST)
+                .order_by(EventRec.n)
+            ).scalars()
+            lost = [r for r in map(_lost_range, found) if r is not None]
         for boot, first, last in lost:
             if boot in missing:
                 left = [s for s in missing[boot] if not first <= s <= last]
@@ -1130,6 +1128,12 @@ _RESULT_INSERT = ("table_id", "boot", "seq", "spin", "result", "colour", "parity
 _result_tuple = operator.attrgetter("table", *_RESULT_INSERT[1:])
 _OPEN_INSERT = ("table_id", "session", "boot", "seq", "chef", "opened_us")
 _open_tuple = operator.attrgetter("table", *_OPEN_INSERT[1:])
+
+
+def _lost_range(data: Any) -> list[int] | None:
+    """A LOST event's [boot, first, last]; None for data not so (the row is not ours)."""
+    r = [data.get(k) for k in ("boot", "first", "last")] if isinstance(data, dict) else []
+    return r if len(r) == 3 and all(type(x) is int for x in r) else None
 
 
 def _frame_tuples(frames: list[FrameRow]) -> list[tuple]:
