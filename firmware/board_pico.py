@@ -301,6 +301,10 @@ class Board:
         )
 
         self.wire.room = self._tx_room  # RESENDs served as far as the line takes them
+        # a ball pass's REV built, journaled and sent in the loop's next three passes, a
+        # step each, not in its own (rmcfw.commands.Wire.owe), its place among the frames kept
+        self.wire.defer = True
+        self._off = None  # the deadline of the last pass that did such work (_slice_us)
         self._sink = self.table.sink  # bound once: a bound method is a heap object
         if self.table.spin.resumed:
             # a ball resumed on the track after a cut: its routine frames held in RAM as
@@ -459,6 +463,8 @@ class Board:
         Hence the helpers below, each called only when it has work."""
         now = time.ticks_us()
         ms = time.ticks_ms()
+        if self.wire.owed:
+            self._owed()
         self.wire.ms = ms  # the frames' time stamp
         if self.edges.drain(self._sink):
             self._lost()
@@ -475,6 +481,12 @@ class Board:
             self._tx_release(now)
         if self.wdt is not None:
             self.wdt.feed()
+
+    def _owed(self):
+        """A step of the frame a ball pass put off (its REV): no slice of the predictor's
+        work in this pass then (_slice_us), so that the pass keeps to its period."""
+        self.wire.work()
+        self._off = self._due
 
     def _lost(self):
         lost = self.edges.lost()  # (a full buffer has edges to drain: seen after a drain)
@@ -506,7 +518,11 @@ class Board:
     def _slice_us(self):
         """The time (us) a slice of the predictor's work may take in this pass: what is left
         of the pass's period (its deadline, pace()), less what the pass does after it. Less
-        than nothing in a late pass: the slice then does its smallest piece (rmcfw.rnvp)."""
+        than nothing in a late pass: the slice then does its smallest piece (rmcfw.rnvp).
+        None, no slice, in a ball pass on the track and the three passes after it, which
+        build, journal and send its REV frame (_owed)."""
+        if self.wire.owed or self._off == self._due:
+            return None
         left = time.ticks_diff(self._due, time.ticks_us())
         return left + self.period_us - _SLICE_AFTER_US
 

@@ -75,6 +75,9 @@ EVERY_PASS = [
     ("rmcfw/rnvp_slices.py", "", "step"),
     ("rmcfw/rnvp_slices.py", "", "begin"),
     ("rmcfw/rnvp_slices.py", "", "over"),
+    # a ball pass's REV, built and sent in the two passes after it (Wire.owe)
+    ("board_pico.py", "Board", "_owed"),
+    ("rmcfw/commands.py", "Wire", "work"),
 ]
 
 # what a ball pass calls (the ball on the track: about 2 a second), in the pass it is drained
@@ -88,7 +91,10 @@ AT_A_BALL_PASS = [
     ("rmcfw/rotor.py", "Rotor", "pocket_under"),
     ("rmcfw/rotor.py", "Rotor", "_pos_at"),
     ("rmcfw/rnvp.py", "Predictor", "lap"),
+    ("rmcfw/rnvp.py", "Predictor", "lap_start"),
     ("rmcfw/rnvp.py", "Predictor", "_refit_at"),
+    ("rmcfw/table.py", "Table", "_owe"),
+    ("rmcfw/commands.py", "Wire", "owe"),
     ("rmcfw/rnvp.py", "Predictor", "_place"),
     ("rmcfw/rnvp.py", "Predictor", "limit"),
     ("rmcfw/lead.py", "Predictor", "due"),
@@ -98,8 +104,14 @@ AT_A_BALL_PASS = [
 # command read from the line
 EACH_FRAME = [
     ("rmcfw/commands.py", "Wire", "emit"),
+    ("rmcfw/commands.py", "Wire", "settle"),
+    ("rmcfw/commands.py", "Wire", "last_seq"),
     ("rmcfw/frames.py", "Encoder", "frame"),
     ("rmcfw/frames.py", "Encoder", "_head_of"),
+    ("rmcfw/frames.py", "Encoder", "_whole"),
+    ("rmcfw/frames.py", "Encoder", "_put"),
+    ("rmcfw/frames.py", "Encoder", "_learn"),
+    ("rmcfw/frames.py", "", "_values"),
     ("rmcfw/frames.py", "Encoder", "_fields"),
     ("rmcfw/frames.py", "Encoder", "_field"),
     ("rmcfw/frames.py", "Encoder", "_text"),
@@ -107,7 +119,6 @@ EACH_FRAME = [
     ("rmcfw/frames.py", "Encoder", "_num"),
     ("rmcfw/frames.py", "Encoder", "_end"),
     ("rmcfw/frames.py", "", "unsafe"),
-    ("rmcfw/frames.py", "", "_put_crc"),
     ("rmcfw/journal.py", "Journal", "append"),
     ("rmcfw/journal.py", "", "_kind"),
     ("board_pico.py", "Board", "send"),
@@ -115,6 +126,15 @@ EACH_FRAME = [
     ("board_pico.py", "Board", "_rx"),
     ("rmcfw/commands.py", "Wire", "feed"),
     ("rmcfw/commands.py", "Wire", "_line_end"),
+    # each command (the host's STATUS polls, every few seconds), its ACK and the STAT
+    ("rmcfw/commands.py", "Wire", "command"),
+    ("rmcfw/commands.py", "Wire", "_checked"),
+    ("rmcfw/commands.py", "Wire", "_answer"),
+    ("rmcfw/commands.py", "Wire", "_ack"),
+    ("rmcfw/commands.py", "Wire", "_ack_line"),
+    ("rmcfw/table.py", "Table", "handle"),
+    ("rmcfw/spin.py", "Spin", "status"),
+    ("rmcfw/spin.py", "", "dir_name"),
 ]
 
 

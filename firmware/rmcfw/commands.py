@@ -61,11 +61,21 @@ class Wire:
         self._rs = None
         self._gen = None
         self._held = None
+        # A frame put off (owe()) when `defer` (the board's): 3 while it waits to be built,
+        # 2 to be journaled, 1 to be sent (built: the encoder's buffer holds it till then)
+        self.defer = False
+        self.owed = 0
+        self._owed = None  # its type, fields and time stamp
+        self._owed_fields = ()
+        self._owed_ms = 0
+        self._line = None  # the frame built, not yet sent
 
     # --- out ---
 
     def emit(self, ftype, fields=()):
         """Build, journal, then send one frame; returns its seq."""
+        if self.owed:
+            self.settle()  # the frame put off goes first, in its place
         line = self.enc.frame(ftype, fields, ms=self.ms)
         # No journal file open for reading across a write: LittleFS gives each open file a
         # snapshot, whose blocks an append or a segment removal may free and reuse. The
@@ -74,6 +84,51 @@ class Wire:
         # Journal first: a frame the host may have seen is always one it can ask for again.
         self.journal.append(line)
         self.write(line)
+        return self.enc.seq
+
+    def owe(self, ftype, fields):
+        """emit() put off to the loop's next passes when `defer`, a step a pass (work()):
+        built, then journaled, then sent, so that no pass does it all (a REV frame at a
+        ball pass: ~2 ms on the RP2040). Time stamped now. Whatever would come after it
+        first settles it: a frame, an ACK, a resent frame, the seq read for a save
+        (last_seq()). Frames, their order, seq and content are emit()'s. Without `defer`,
+        emit() now."""
+        if self.owed:
+            self.settle()
+        if not self.defer:
+            self.emit(ftype, fields)
+            return
+        self._owed = ftype
+        self._owed_fields = fields
+        self._owed_ms = self.ms
+        self.owed = 3
+
+    def work(self):
+        """The frame put off: its next step (one a loop pass)."""
+        if self.owed == 3:
+            self.owed = 0  # (a frame that cannot be built raises once, as emit() would)
+            self._line = self.enc.frame(self._owed, self._owed_fields, ms=self._owed_ms)
+            self._owed_fields = ()
+            self.owed = 2
+        elif self.owed == 2:
+            self._close_reader()  # (as emit)
+            self.journal.append(self._line, self._owed)  # (its type known: not read back)
+            self._owed = None
+            self.owed = 1
+        elif self.owed:
+            self.owed = 0
+            self.write(self._line)
+            self._line = None
+
+    def settle(self):
+        """The frame put off, if any, built, journaled and sent now."""
+        while self.owed:
+            self.work()
+
+    def last_seq(self):
+        """The last seq used, the frame put off settled first (a save's state holds it)."""
+        if self.owed:
+            self.settle()
         return self.enc.seq
 
     def boot(self, fw, wheel, reset, faults="", prev=None):
@@ -115,19 +170,29 @@ class Wire:
         self._inlen = 0
 
     def command(self, line):
-        """Handle one command line (without newline). Returns (ok, detail) for tests."""
+        """Handle one command line (without newline). Returns (ok, detail) for tests. (At
+        each command, a STATUS poll every few seconds among them: its frame and its
+        helpers' within 11 words, which MicroPython keeps off the heap.)"""
         line = bytes(line)
         start = line.find(b">")
         if start < 0:
             return False, "noise"  # not for us (an echo, REPL noise): no answer
         line = line[start:]
         try:
-            f = frames.decode(line, hmac=self._hmac)
+            # (the frame decoded in `start`: a local more would take the frame past 11 words)
+            start = frames.decode(line, hmac=self._hmac)
         except frames.AuthError:
-            return self._refuse(None, 0, proto.A_AUTH, line)
+            return self._forged(line)
         except frames.FrameError:
             # A damaged line gets no answer: the host repeats what was not acknowledged.
             return False, "crc"
+        return self._checked(start, line)
+
+    def _forged(self, line):
+        return self._refuse(None, 0, proto.A_AUTH, line)
+
+    def _checked(self, f, line):
+        """A command decoded: for this table, this boot, in order, known; then done."""
         if f.start != frames.COMMAND_START:
             return False, "noise"
         if f.table != self.enc.table:
@@ -137,53 +202,48 @@ class Wire:
             return self._refuse(f.type, f.seq, proto.A_BOOT, line)
         if f.seq <= self.cmd_seq:
             return self._refuse(f.type, f.seq, proto.A_STALE, line)
-        if f.type not in _COMMANDS:
-            self.cmd_seq = f.seq
-            return self._refuse(f.type, f.seq, proto.A_UNKNOWN, line)
         self.cmd_seq = f.seq
-        extra = ()
+        if f.type not in _COMMANDS:
+            return self._refuse(f.type, f.seq, proto.A_UNKNOWN, line)
+        r = self._answer(f)
+        if r is None:
+            return True, ""  # a RESEND: its ACK follows its last frame (pump)
+        self._ack(f.type, f.seq, r[0], r[1])
+        if not r[0] and self.log is not None:
+            self.log(r[1], line)
+        return r
+
+    def _answer(self, f):
+        """A checked command done: (ok, detail) for its ACK; None for a RESEND, served
+        from pump(), which answers it."""
         try:
             if f.type == proto.C_RESEND:
                 self._resend(f)
-                return True, ""  # its ACK follows its last frame (pump)
-            elif f.type == proto.C_RECALL and self.handler is None:
-                ok, detail = self._recall(f)
-            elif self.handler is not None:
-                ok, detail = self.handler(f.type, f.fields)
-            elif f.type == proto.C_STATUS:
-                ok, detail = True, ""
-            else:
-                ok, detail = False, proto.A_BUSY
+                return None
+            if f.type == proto.C_RECALL and self.handler is None:
+                return self._recall(f)
+            if self.handler is not None:
+                return self.handler(f.type, f.fields)
+            if f.type == proto.C_STATUS:
+                return True, ""
+            return False, proto.A_BUSY
         except (KeyError, ValueError):
-            ok, detail = False, proto.A_BAD
-        self._ack(f.type, f.seq, ok, detail, extra)
-        if not ok and self.log is not None:
-            self.log(detail, line)
-        return ok, detail
+            return False, proto.A_BAD
 
     def _ack(self, cmd, cseq, ok, detail, extra=()):
         # An ACK is an answer, not an event: it is sent with seq 0, outside the numbering and
         # the journal, so that answering the host never opens new gaps on a bad line. `top`
-        # (the last seq used) lets the host see frames it has missed at the end.
-        line = self.enc.frame(
-            proto.T_ACK,
-            (
-                proto.K_CMD,
-                cmd or "?",
-                proto.K_CSEQ,
-                cseq,
-                proto.K_OK,
-                1 if ok else 0,
-                proto.K_DETAIL,
-                detail or "",
-                proto.K_TOP,
-                self.enc.seq,
-            )
-            + extra,
-            seq=0,
-            ms=self.ms,
-        )
-        self.write(line)
+        # (the last seq used) lets the host see frames it has missed at the end. (Its
+        # fields in pieces: one tuple of ten would take its frame over 11 words.)
+        if self.owed:
+            self.settle()
+        cmd = (proto.K_CMD, cmd or "?", proto.K_CSEQ, cseq)
+        cmd += (proto.K_OK, 1 if ok else 0, proto.K_DETAIL, detail or "")
+        cmd += (proto.K_TOP, self.enc.seq) + extra
+        self.write(self._ack_line(cmd))
+
+    def _ack_line(self, fields):
+        return self.enc.frame(proto.T_ACK, fields, 0, self.ms)  # seq 0: unnumbered
 
     def _refuse(self, cmd, cseq, why, line):
         extra = ()
@@ -231,6 +291,8 @@ class Wire:
         rs = self._rs
         if rs is None:
             return 0
+        if self.owed:
+            self.settle()  # (a RESEND to the end reads it too)
         room = self.room() if self.room is not None else None
         used = 0
         mark = _RESENT

@@ -155,12 +155,14 @@ class Journal:
             self._file.close()
             self._file = None
 
-    def append(self, line):
+    def append(self, line, kind=None):
         """Store one frame line (bytes or memoryview, ending with its newline) durably; with
-        hold, routine frames in RAM until the next durable write (above)."""
+        hold, routine frames in RAM until the next durable write (above). kind: the frame's
+        type when the caller knows it (the wire's), else read from the line."""
         if self.hold:
             line = bytes(line)  # (the encoder reuses its buffer)
-            kind = _kind(line)
+            if kind is None:
+                kind = _kind(line)
             if kind == proto.T_LAUNCH:
                 self._running = True  # (the LAUNCH itself written at once)
             elif kind in _RUN_ENDS:

@@ -165,6 +165,7 @@ def power_up(*, tb, jr, table_id, key, send, now_us, now_ms, reset, rotor_levels
     wire = commands.Wire(enc, jr, send, handler=tb.handle, key=key)
     wire.ms = now_ms()
     tb.emit = wire.emit
-    tb.seq = lambda: enc.seq
+    tb.owe = wire.owe
+    tb.seq = wire.last_seq
     tb.start(now_us(), reset, lambda fw, wh, rs, faults: wire.boot(fw, wh, rs, faults, prev))
     return enc, wire

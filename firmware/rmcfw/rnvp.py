@@ -50,7 +50,8 @@ class Predictor:
     does it all, as does a clock that does not move while it works (a simulated one). Either
     way the deadline it ends with is the same. budget: None, or a function giving the us a
     slice may take now (the board's: what is left of the loop's period), SLICE_US at most;
-    a slice with none left still runs to its first checkpoint.
+    a slice with none left still runs to its first checkpoint; None from it: no slice in
+    this pass (the board's pass does work a ball pass put off: rmcfw.commands.Wire.owe).
 
     The learning after a result may run in slices too (learn_start(), then learn_work() one
     a main loop pass, while `learning` is not None), the first in learn_start() itself:
@@ -139,12 +140,23 @@ class Predictor:
         """The ball passed again at t (us ticks): refit, and move the deadline. With a
         clock, the refit's first slice only (work() runs the others): the deadline returned
         is then the safety limit's until it is over."""
+        self.lap_start(t)
+        if self._work is not None:
+            self._slice()
+        return self.deadline
+
+    def lap_start(self, t):
+        """lap() but, with a clock, not even the refit's first slice: the pass recorded,
+        the deadline the safety limit's, the refit begun for work() to run, so that the
+        ball pass's own loop pass stays short (rmcfw.spin). Without a clock, all of lap().
+        (Apart from lap(): each within 11 words, off the heap.)"""
         if self.learning is not None:
             self.finish_learning()  # (a reset() ended it: only a lap() without one finds it)
         s = ticks.diff(t, self.t0) / 1e6
         self.passes.add(s)
         self._refit_at(s, self.limit())
-        return self.deadline
+        if self.clock is None and self._work is not None:
+            self._slice()  # no loop to run the slices: the whole refit now
 
     def _refit_at(self, s, lim):
         """The refit of the pass at s begun, lim the safety limit on its lap (s). (Apart
@@ -159,8 +171,7 @@ class Predictor:
             self._work = None
             self._place(s, limit)  # that lap already took longer than the limit
         else:
-            self._work = self._refit(s, limit)
-            self._slice()
+            self._work = self._refit(s, limit)  # (its first slice: lap(), or work())
 
     @property
     def pending(self):
@@ -186,8 +197,10 @@ class Predictor:
         in each loop pass that runs one): True once none is left."""
         steps = self._work
         if steps is not None:
-            b = self.budget
-            rnvp_slices.begin(self.clock, SLICE_US if b is None else b())
+            b = SLICE_US if self.budget is None else self.budget()
+            if b is None:
+                return False  # the loop's pass has other work: the next one
+            rnvp_slices.begin(self.clock, b)
             for _ in steps:
                 return False  # the steps yield only when the slice's time is up
         self._work = None
@@ -195,7 +208,7 @@ class Predictor:
 
     def _budget(self):
         """A slice's time (us): what the main loop's pass has left (budget()), SLICE_US at
-        most."""
+        most; None: none this pass (it does work a ball pass put off)."""
         b = self.budget
         return SLICE_US if b is None else b()
 
@@ -280,10 +293,13 @@ class Predictor:
         """One slice of the learning under way, if any (a slice: as work()'s). True once
         none is left."""
         steps = self.learning
-        if steps is None or rnvp_slices.step(steps, self.clock, self._budget()):
+        if steps is None:
+            return True
+        b = self._budget()
+        if b is not None and rnvp_slices.step(steps, self.clock, b):
             self.learning = None
             return True
-        return False
+        return False  # (None: the loop's pass has other work, the next one)
 
     def _pass_call(self, s, u, k):
         """A lead counted to the last pass: the call most likely within +-0.5 s of it, with

@@ -45,7 +45,7 @@ class Spin:
     Keywords only (rmcfw.table): nine arguments by position are too easily swapped.
     """
 
-    def __init__(self, *, cfg, pockets, rotor, ball, predictor, wheel, state, emit, save):
+    def __init__(self, *, cfg, pockets, rotor, ball, predictor, wheel, state, emit, save, owe=None):
         if len(wheel) != numbers.COUNT:
             raise ValueError("wheel needs %d pockets" % numbers.COUNT)
         for label in wheel:
@@ -58,6 +58,9 @@ class Spin:
         self.wheel = wheel
         self.st = state
         self.emit = emit
+        # a REV's sink: emit's, or one that builds and sends it in the loop's next passes,
+        # in its place among the frames (rmcfw.commands.Wire.owe)
+        self.owe = emit if owe is None else owe
         self._save_now = save
         self._hold = 0  # a step of several frames under way: its saves wait for its end
         self._dirty = False
@@ -138,22 +141,11 @@ class Spin:
             self.status(t)
 
     def status(self, t=None):
-        r = self.rotor
-        self.emit(
-            proto.T_STATUS,
-            (
-                "state",
-                self.state,
-                "spin",
-                self.st["spin"],
-                "rotor_ms",
-                r.period_us // 1000,
-                "rdir",
-                dir_name(r.dir),
-                "lid",
-                self.lid,
-            ),
-        )
+        """The STAT frame (at each STATUS poll, every few seconds: its fields in pieces, the
+        frame within 11 words)."""
+        f = ("state", self.state, "spin", self.st["spin"])
+        f += ("rotor_ms", self.rotor.period_us // 1000, "rdir", dir_name(self.rotor.dir))
+        self.emit(proto.T_STATUS, f + ("lid", self.lid))
         if t is not None:
             self.t_status = t
 
@@ -198,7 +190,9 @@ class Spin:
     def on_pass(self, t):
         """The ball passed the sensors (Ball recorded it). (At each ball pass: its frame, and
         those of the helpers a pass on the track calls, within 11 words, the rest apart:
-        board_pico.Board.step.)"""
+        board_pico.Board.step.) On the track, the pass's dear work waits for the loop's
+        next passes: its REV frame is built and sent in the next two (self.owe), its refit
+        in slices after them (Predictor.lap_start); what it decides is decided now."""
         s = self.state
         # (comparisons, not `in (...)`: a tuple of module names is built, on the heap, each time)
         if s == proto.S_BETS or s == proto.S_RESULT:
@@ -211,7 +205,7 @@ class Spin:
                 # last pass both sensors saw, as the simulator's truth counts it)
                 self.under = self.rotor.pocket_under(t)
             self._check_dirs(t)
-            self.pred.lap(t)
+            self.pred.lap_start(t)
             self._check_call(t)
         elif s == proto.S_DROPPED:
             self._pass_dropped(t)
@@ -228,7 +222,7 @@ class Spin:
         changes.lap(self.st, spin, n)
         if b.lone or self.lone_before or b.reversed:
             fields += self._disagree()
-        self.emit(proto.T_REV, fields)
+        self.owe(proto.T_REV, fields)
 
     def _disagree(self):
         """The ball sensors' disagreements so far, kept for a spin resumed after a cut: the

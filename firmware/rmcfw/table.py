@@ -49,6 +49,7 @@ class Table:
             mark = rotor.mark_of(wheel, slots)  # the rotor's place: the pocket under the ball
             wheel = wheel["pockets"]
         self.emit = emit
+        self.owe = None  # a sink for frames that may wait for the loop's next passes (Wire.owe)
         self.store = store_
         self.board = board
         self.seq = seq
@@ -76,12 +77,21 @@ class Table:
             state=self.st,
             emit=self._emit,
             save=self.save,
+            owe=self._owe,
         )
         self.now = 0
         self._led = 0
 
     def _emit(self, ftype, fields):
         self.emit(ftype, fields)  # through the attribute: the sink can be rewired after start
+
+    def _owe(self, ftype, fields):
+        """A frame that may be built and sent in the loop's next passes (rmcfw.spin: a REV):
+        emit()'s, its place kept (rmcfw.commands.Wire.owe), where such a sink is bound."""
+        if self.owe is None:
+            self.emit(ftype, fields)
+        else:
+            self.owe(ftype, fields)
 
     # --- power-safe state -------------------------------------------------------------
 
@@ -231,10 +241,7 @@ class Table:
         if cmd == proto.C_OPEN:
             return sp.open_session(self.now, _text(fields, "chef"))
         if cmd == proto.C_CLOSE:
-            # with a reason: the chef de table's forced close (a fault, an incident that
-            # cannot be resolved), last three coups announced or not
-            reason = _text(fields, "reason") if "reason" in fields else None
-            return sp.close_session(self.now, _text(fields, "chef"), reason)
+            return self._close(fields)
         if cmd == proto.C_LAST_THREE:
             return sp.last_three(self.now)
         if cmd == proto.C_RECALL:
@@ -243,9 +250,18 @@ class Table:
                 raise ValueError("n")
             return sp.recall(max(n, 10))
         if cmd == proto.C_SET:
-            role = _text(fields, "role") if "role" in fields else None
-            return self._set_cfg(_text(fields, "key"), fields["value"], _text(fields, "by"), role)
+            return self._set(fields)
         return False, proto.A_UNKNOWN
+
+    def _close(self, fields):
+        # with a reason: the chef de table's forced close (a fault, an incident that
+        # cannot be resolved), last three coups announced or not
+        reason = _text(fields, "reason") if "reason" in fields else None
+        return self.spin.close_session(self.now, _text(fields, "chef"), reason)
+
+    def _set(self, fields):
+        role = _text(fields, "role") if "role" in fields else None
+        return self._set_cfg(_text(fields, "key"), fields["value"], _text(fields, "by"), role)
 
     def _set_cfg(self, key, value, by, role=None):
         """SET: a threshold changed, on record with its old value and who asked (and as

@@ -9,9 +9,11 @@
 #   start, and the first 32 passes over 20 ms (when, which state, whether a refit ran);
 # - the pin IRQs: each of the four hard handlers wrapped, the time inside it counted into a
 #   preallocated array('L') (a hard IRQ must not allocate);
-# - the predictor: its lap() (the refit at each ball pass) wrapped the same way, and the
-#   pass that ran it; its learning after a result (learn_start, then learn_work's slices),
-#   and the pass that gave the result;
+# - the predictor: its lap_start() (lap() for a firmware without it: the refit begun at
+#   each ball pass) wrapped the same way, and the pass that ran it; its learning after a
+#   result (learn_start, then learn_work's slices), and the pass that gave the result;
+# - a ball pass on the track and the 3 passes after it (which build, journal and send its
+#   REV frame: rmcfw.commands.Wire.owe), step() of each;
 # - the heap: gc.mem_free() every 1024 passes (its low point, and the collections seen as jumps
 #   up); the ~8 ms it takes counted apart from the loop's figures.
 # The session ends at the chip's clock read from bench_end.txt (ms since power-up); then the
@@ -54,6 +56,9 @@ STATES = ("closed", "open", "bets", "track", "rnvp", "dropped", "result", "incid
 STATE_AT = {name: i for i, name in enumerate(STATES)}
 PS = array("L", [0] * (4 * (len(STATES) + 1)))  # the last: a state not in STATES
 LONG = array("L", [0] * (4 * 32))  # the first 32 steps over 20 ms: chip ms, µs, state, refit
+# a ball pass on the track (a pass beginning in track or rnvp in which the ball's count
+# changed) and the 3 passes after it, 4 cells each: passes, step sum, step max, steps > 1 ms
+AFTER = array("L", [0] * 16)
 
 
 def _exists(path):
@@ -94,7 +99,9 @@ def _timed_irqs(b):
 
 
 def _timed_lap(pred):
-    lap = pred.lap
+    # what a ball pass calls: lap_start() (the refit's slices in the passes after), or lap()
+    name = "lap_start" if hasattr(pred, "lap_start") else "lap"
+    lap = getattr(pred, name)
 
     def timed(t):
         t0 = tk()
@@ -109,7 +116,7 @@ def _timed_lap(pred):
             LAP[2] = d
         return r
 
-    pred.lap = timed  # an instance attribute: Spin calls self.pred.lap(t)
+    setattr(pred, name, timed)  # an instance attribute: Spin calls self.pred.lap_start(t)
     work = pred.work
 
     def timed_work():  # the refit's later slices (rmcfw.rnvp): WORK count, sum, max
@@ -185,7 +192,8 @@ PARTS = (
     "edges.drain", "board.scan", "table.scan", "wire.feed", "table.poll", "ball.poll",
     "rotor.poll", "spin.poll", "spin.state_poll", "input.sample", "table.led",
     "board.tx_faults", "board.tx_flush", "wire.pending", "wire.pump", "board.tx_release",
-    "wdt.feed", "spin.hop", "board.send", "uart.write", "busy",
+    "wdt.feed", "spin.hop", "board.send", "uart.write", "busy", "spin.on_pass",
+    "table.emit", "journal.append", "rotor.pocket_under",
 )  # fmt: skip
 NP = len(PARTS)
 PT = array("L", [0] * (2 * NP * (len(STATES) + 1)))  # per state and part: calls, µs
@@ -224,6 +232,20 @@ def _part(obj, name, k, fn=None, arity=0):
     if obj is not None:
         setattr(obj, name, timed)
     return timed
+
+
+def _journal_part(jr, k):
+    """Journal.append (a line, and its type or not) timed as part k."""
+    f = jr.append
+
+    def timed(line, kind=None):
+        t0 = tk()
+        f(line, kind) if kind is not None else f(line)
+        j = 2 * (CUR[0] * NP + k)
+        PT[j] += 1
+        PT[j + 1] += df(tk(), t0)
+
+    jr.append = timed
 
 
 class _Proxy:
@@ -277,6 +299,10 @@ def _timed_parts(b):
     if b.wdt is not None:
         b.wdt = _Proxy(b.wdt, (("feed", idx["wdt.feed"], 0),))
     b.wire.write = _part(None, None, idx["board.send"], b.wire.write, 1)
+    _part(sp, "on_pass", idx["spin.on_pass"], None, 1)
+    _part(tb, "emit", idx["table.emit"], None, 2)  # the table's frames (not the ACKs)
+    _journal_part(b.journal, idx["journal.append"])
+    _part(tb.rotor, "pocket_under", idx["rotor.pocket_under"], None, 1)
     return _part(None, None, idx["busy"], _busy)
 
 
@@ -295,6 +321,9 @@ def _loop(step, pace, spin, stop_ms, limit, board=None, S=S, HP=HP, HS=HS, LAP=L
     at = STATE_AT.get
     other = len(STATES)
     n_long = 0
+    ball = spin.ball if board is not None else None
+    count = 0
+    after = 4  # passes since the last ball pass on the track (4: none to time)
     while n < limit:
         k = at(spin.state, other) * 4  # the state the pass starts in
         CUR[0] = k // 4
@@ -314,6 +343,9 @@ def _loop(step, pace, spin, stop_ms, limit, board=None, S=S, HP=HP, HS=HS, LAP=L
                 LONG[j + 2] = k // 4
                 LONG[j + 3] = 1 if LAP[0] != seen else 0
                 n_long += 1
+        if ball is not None and (after < 4 or ball.count != count):
+            after = _after(ball, count, after, k // 4, d)
+            count = ball.count
         p = df(t0, last)
         last = t0
         n += 1
@@ -372,6 +404,23 @@ def _loop(step, pace, spin, stop_ms, limit, board=None, S=S, HP=HP, HS=HS, LAP=L
         pace()
     S[0] += n
     return n
+
+
+def _after(ball, count, after, state, d):
+    """A ball pass on the track and the 3 passes after it: AFTER's figures; the next pass's
+    place after the last ball pass (4: none timed)."""
+    if ball.count != count and (state == 3 or state == 4):  # track, rnvp
+        after = 0
+    if after < 4:
+        j = 4 * after
+        AFTER[j] += 1
+        AFTER[j + 1] += d
+        if d > AFTER[j + 2]:
+            AFTER[j + 2] = d
+        if d > 1000:
+            AFTER[j + 3] += 1
+        after += 1
+    return after
 
 
 def _with_busy(step, busy):
@@ -534,6 +583,7 @@ def _figures(b, boot_free, import_free, board_free, passes, t_start, t_end):
         "work": list(WORK),
         "learn": list(LEARN[:8]),
         "laps_us": list(LAPS[: min(LAP[0], 64)]),
+        "after_pass": list(AFTER),
         "watchdog": b.wdt is not None,
         "reset": b.reset,
     }
