@@ -303,7 +303,7 @@ def figures(m: dict[str, Any]) -> list[Figure]:
     if lap[0]:
         laps = c["laps_us"]
         out += [
-            Figure("predictor per ball pass (lap(): the refit)", _ms(lap[1] / lap[0]),
+            Figure("predictor per ball pass (lap_start(), or lap())", _ms(lap[1] / lap[0]),
                    f"{lap[0]} passes, max {_ms(lap[2])}; first {laps[0]} µs, 64th or last "
                    f"{laps[-1]} µs"),
             Figure("the loop pass that ran it (step())",

@@ -43,7 +43,7 @@ HS = array("L", [0] * 7)  # step times: <=0.5 ms, <=0.75, <=1, <=2, <=5, <=20, m
 IRQ = array("L", [0] * 12)  # per handler (ball_a, ball_b, rotor_a, rotor_b): count, sum, max
 LAP = array("L", [0] * 3)  # predictor lap(): count, sum, max
 LAPS = array("L", [0] * 64)  # each of the first 64 lap() times, in order
-WORK = array("L", [0] * 3)  # predictor work()/work_ended() with a refit under way: count, sum, max
+WORK = array("L", [0] * 3)  # predictor work_ended() with a refit under way: count, sum, max
 # the learning after a result: learn_start() count, sum, max; learn_work() with a learning
 # under way: count, sum, max; the step() of the pass that ran learn_start (max); start to
 # end on the chip's clock (max, µs); the last start's tick; inside learn_start (0/1)
@@ -117,24 +117,9 @@ def _timed_lap(pred):
         return r
 
     setattr(pred, name, timed)  # an instance attribute: Spin calls self.pred.lap_start(t)
-    work = pred.work
-
-    def timed_work():  # the refit's later slices (rmcfw.rnvp): WORK count, sum, max
-        if not pred.pending:
-            return work()
-        t0 = tk()
-        r = work()
-        d = df(tk(), t0)
-        WORK[0] += 1
-        WORK[1] += d
-        if d > WORK[2]:
-            WORK[2] = d
-        return r
-
-    pred.work = timed_work
     work_ended = pred.work_ended
 
-    def timed_ended():  # the same slices, as the table's track pass runs them
+    def timed_ended():  # the refit's later slices, as the table's track pass runs them
         if pred._work is None:
             return work_ended()
         t0 = tk()
