@@ -54,6 +54,23 @@ def make_board(pins=PINS, wheel=WHEEL, watchdog=True):
     return b, clock
 
 
+def apply_event(clock, ev):
+    """A wheel event (t, channel, value) at the board's pins, the clock set to its time: a
+    pocket's bit in the chain, or an edge on its pin (a ball sensor's a short pulse)."""
+    t, ch, v = ev
+    spi = fakemachine.SPI.last
+    clock.us = t
+    if ch < channels.POCKETS:
+        i = ch >> 3
+        bit = 1 << (7 - (ch & 7))
+        spi.data[i] = spi.data[i] | bit if v else spi.data[i] & ~bit
+    elif ch in _PIN_OF:
+        pin = fakemachine.Pin.all[_PIN_OF[ch]]
+        pin.trigger(v)
+        if ch in (channels.BALL_A, channels.BALL_B):
+            pin.trigger(0)  # a short pulse
+
+
 def lines(b):
     out = bytes(fakemachine.UART.last.out)
     return [frames.decode(x) for x in out.split(b"\n") if x]
@@ -125,7 +142,6 @@ def test_the_pocket_chain_is_read_in_bit_order():
 def test_a_spin_from_pins_to_frames():
     b, clock = make_board()
     pins = fakemachine.Pin.all
-    spi = fakemachine.SPI.last
     uart = fakemachine.UART.last
     uart.inp.extend(b"garbage line\n")
     assert b.table.handle(proto.C_OPEN, {"chef": "C1"}) == (True, "")
@@ -135,20 +151,11 @@ def test_a_spin_from_pins_to_frames():
         b.step()
     assert b.table.spin.state == proto.S_BETS
     ev, _, t_end = spin_events(clock.us + 4_000_000, 1, -1, 17)
-    for t, ch, v in ev:
-        while clock.us + 2000 < t:
+    for e in ev:
+        while clock.us + 2000 < e[0]:
             clock.us += 2000
             b.step()
-        clock.us = t
-        if ch < channels.POCKETS:
-            i = ch >> 3
-            bit = 1 << (7 - (ch & 7))
-            spi.data[i] = spi.data[i] | bit if v else spi.data[i] & ~bit
-        elif ch in _PIN_OF:
-            pin = pins[_PIN_OF[ch]]
-            pin.trigger(v)
-            if ch in (channels.BALL_A, channels.BALL_B):
-                pin.trigger(0)  # a short pulse
+        apply_event(clock, e)
     while clock.us < t_end:
         clock.us += 2000
         b.step()

@@ -4,26 +4,11 @@
 # so sends the same bytes, in the same order, as one doing it all in the ball's pass:
 # frames, seq, time stamps, the ACK and STAT of a STATUS read in between, the call, the result.
 import fakemachine
-from test_board_pico import _PIN_OF, make_board
+from test_board_pico import apply_event, make_board
 from wheelsim import spin_events
 
-from rmcfw import channels, frames, proto
+from rmcfw import frames, proto
 from rmcfw.commands import Commander
-
-
-def _apply(b, clock, ev):
-    t, ch, v = ev
-    spi = fakemachine.SPI.last
-    clock.us = t
-    if ch < channels.POCKETS:
-        i = ch >> 3
-        bit = 1 << (7 - (ch & 7))
-        spi.data[i] = spi.data[i] | bit if v else spi.data[i] & ~bit
-    elif ch in _PIN_OF:
-        pin = fakemachine.Pin.all[_PIN_OF[ch]]
-        pin.trigger(v)
-        if ch in (channels.BALL_A, channels.BALL_B):
-            pin.trigger(0)  # a short pulse
 
 
 def _spin(defer, poll_after=()):
@@ -49,7 +34,7 @@ def _spin(defer, poll_after=()):
     polls = []  # the passes left before a STATUS is read
     while clock.us < t_end:
         while i < len(ev) and ev[i][0] <= clock.us + 100:
-            _apply(b, clock, ev[i])  # (an edge stamped just before the pass that drains it)
+            apply_event(clock, ev[i])  # (an edge stamped just before the pass that drains it)
             i += 1
         for k in range(len(polls)):
             polls[k] -= 1
