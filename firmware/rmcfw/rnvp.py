@@ -158,16 +158,16 @@ class Predictor:
         if self.clock is None and self._work is not None:
             self._slice()  # no loop to run the slices: the whole refit now
 
-    def _refit_at(self, s, lim):
-        """The refit of the pass at s begun, lim the safety limit on its lap (s). (Apart
+    def _refit_at(self, s, lap_limit):
+        """The refit of the pass at s begun, lap_limit the safety limit on its lap (s). (Apart
         from lap(): each ball pass calls both, and each frame within 11 words stays off the
         heap: board_pico.Board.step.)"""
         passes = self.passes
-        limit = s + lim
+        limit = s + lap_limit
         # the previous pass's fit is stale now: the safety limit alone, until the refit
         self.deadline = ticks.add(self.t0, int(limit * 1e6))
         self.why = WHY_LIMIT
-        if s - passes.times[passes.count - 2] >= lim:
+        if s - passes.times[passes.count - 2] >= lap_limit:
             self._work = None
             self._place(s, limit)  # that lap already took longer than the limit
         else:
@@ -197,10 +197,10 @@ class Predictor:
         in each loop pass that runs one): True once none is left."""
         steps = self._work
         if steps is not None:
-            b = SLICE_US if self.budget is None else self.budget()
-            if b is None:
+            budget = SLICE_US if self.budget is None else self.budget()
+            if budget is None:
                 return False  # the loop's pass has other work: the next one
-            rnvp_slices.begin(self.clock, b)
+            rnvp_slices.begin(self.clock, budget)
             for _ in steps:
                 return False  # the steps yield only when the slice's time is up
         self._work = None
@@ -209,8 +209,8 @@ class Predictor:
     def _budget(self):
         """A slice's time (us): what the main loop's pass has left (budget()), SLICE_US at
         most; None: none this pass (it does work a ball pass put off)."""
-        b = self.budget
-        return SLICE_US if b is None else b()
+        budget = self.budget
+        return SLICE_US if budget is None else budget()
 
     def finish(self):
         """The pass's refit under way, if any, run to its end at once; and the learning."""
@@ -261,9 +261,9 @@ class Predictor:
         """The safety limit on a lap (s): limit_s, or for a wheel known to drop at a slower
         period, a little more than that period (no lap on the track can last longer); a
         limit set by hand is kept, even below that (an earlier call is the safe side)."""
-        w = self.wheel
-        if not self.limit_set and (w.has_prior or w.learned >= 8):
-            slow = 1.05 * exp(-0.5 * (w.centre - w.spread))
+        wheel = self.wheel
+        if not self.limit_set and (wheel.has_prior or wheel.learned >= 8):
+            slow = 1.05 * exp(-0.5 * (wheel.centre - wheel.spread))
             if slow > self.limit_s:
                 return slow
         return self.limit_s
@@ -295,8 +295,8 @@ class Predictor:
         steps = self.learning
         if steps is None:
             return True
-        b = self._budget()
-        if b is not None and rnvp_slices.step(steps, self.clock, b):
+        budget = self._budget()
+        if budget is not None and rnvp_slices.step(steps, self.clock, budget):
             self.learning = None
             return True
         return False  # (None: the loop's pass has other work, the next one)
@@ -304,17 +304,17 @@ class Predictor:
     def _pass_call(self, s, u, k):
         """A lead counted to the last pass: the call most likely within +-0.5 s of it, with
         its doubt weighed (rmcfw.rnvp_readings, rmcfw.rnvp_call); or None. Resumable."""
-        w = self.wheel
-        n0 = w.noise if w.noise_spins else _NOISE_NEW  # the timing noise expected
-        rs = yield from readings_steps(w, self.passes, u, k, n0)
-        if not rs:
+        wheel = self.wheel
+        noise_prior = wheel.noise if wheel.noise_spins else _NOISE_NEW  # the timing noise expected
+        readings = yield from readings_steps(wheel, self.passes, u, k, noise_prior)
+        if not readings:
             return None
-        d = yield from self.ahead.decide_steps(
-            s, rs, self.passes.count, w.lap_noise, self.lead_s, self.lead_revs
+        decision = yield from self.ahead.decide_steps(
+            s, readings, self.passes.count, wheel.lap_noise, self.lead_s, self.lead_revs
         )
-        if d is None:
+        if decision is None:
             return None
-        call, aim = d
+        call, aim = decision
         self.revs_left = aim
         self.drop_s = self.ahead.time[aim]
         return call

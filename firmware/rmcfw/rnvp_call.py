@@ -45,10 +45,10 @@ class Ahead:
         takes the time that puts the most probability within +-0.5 s of the lead. When the
         next pass may or may not be the last, a call just before it is within for the pass
         after it, whose lap is shorter than lead + 0.5 s: the doubt then costs little."""
-        dom = weigh(readings)  # the pass times come from the likelier reading
+        likeliest = weigh(readings)  # the pass times come from the likelier reading
         if over():
             yield
-        n, first = yield from self._fill(s, readings, dom, passes_seen, lap_noise)
+        n, first = yield from self._fill(s, readings, likeliest, passes_seen, lap_noise)
         if first < 0:
             return None  # no end in sight: the safety limit stands
         latest = yield from self._latest(s, n)
@@ -56,57 +56,57 @@ class Ahead:
             return (yield from self._revs_call(s, n, latest, lead_revs))
         return (yield from self._lead_call(s, n, first, latest, lead_s))
 
-    def _fill(self, s, readings, dom, passes_seen, lap_noise):
+    def _fill(self, s, readings, likeliest, passes_seen, lap_noise):
         """Follow the readings pass by pass ahead and fill the table; (passes in it, the
         earliest that may be the last or -1). A pass before the 4th voids the spin (decree:
         fewer than 4 revolutions): while it is ahead, it comes, and the readings are
         weighed by how likely they thought it."""
-        f = dom.fit
+        f = likeliest.fit
         noise = f[FIT_NOISE]
-        tp = self.time
-        st = self.error
-        pl = self.p_last
+        time_at = self.time
+        error_at = self.error
+        p_last_at = self.p_last
         t = s
-        dt = [0.0, 0.0, 0.0]  # d time / d (w, b, a) of the pass ahead
-        cum = 0.0
+        d_time = [0.0, 0.0, 0.0]  # d time / d (w, b, a) of the pass ahead
+        cumulative = 0.0
         first = -1
         n = 0
         while n < MAX_AHEAD:
-            tp[n] = t
+            time_at[n] = t
             # the fit's error, and the pass's own (with lap noise: that of each lap to it)
             own = n if lap_noise else 1
-            err = quad(dt[0], dt[1], dt[2], *f[FIT_COV:FIT_SEEN])
-            st[n] = sd(noise * (err + own)) if n else 0.0
+            err = quad(d_time[0], d_time[1], d_time[2], *f[FIT_COV:FIT_SEEN])
+            error_at[n] = sd(noise * (err + own)) if n else 0.0
             void = passes_seen + n <= MIN_LAPS
             p_last = 0.0
-            nxt_alive = 0.0
+            next_alive = 0.0
             lap = None
             for h in readings:
-                fh = h.fit
+                h_fit = h.fit
                 v = h.v
-                nxt = fh[FIT_A] * v - fh[FIT_B]
-                gw = fh[FIT_A] * h.gw
-                gb = fh[FIT_A] * h.gb - 1.0
-                ga = v + fh[FIT_A] * h.ga
-                na = _next_alive(h, nxt, gw, gb, ga, void)
-                if h is dom:
-                    lap = _lap(h, nxt, gw, gb, ga, dt)
-                p_last += h.weight * (h.reached - na)
-                nxt_alive += h.weight * na
-                h.v = nxt
-                h.gw = gw
-                h.gb = gb
-                h.ga = ga
-                h.reached = na
+                v_next = h_fit[FIT_A] * v - h_fit[FIT_B]
+                grad_w = h_fit[FIT_A] * h.grad_w
+                grad_b = h_fit[FIT_A] * h.grad_b - 1.0
+                grad_a = v + h_fit[FIT_A] * h.grad_a
+                alive = _next_alive(h, v_next, grad_w, grad_b, grad_a, void)
+                if h is likeliest:
+                    lap = _lap(h, v_next, grad_w, grad_b, grad_a, d_time)
+                p_last += h.weight * (h.reached - alive)
+                next_alive += h.weight * alive
+                h.v = v_next
+                h.grad_w = grad_w
+                h.grad_b = grad_b
+                h.grad_a = grad_a
+                h.reached = alive
             if void:
                 _normalise(readings)
-                nxt_alive = 1.0  # that pass comes (given), whatever the readings thought
-            pl[n] = p_last  # the pass n ahead is the last one
-            cum += p_last
-            if first < 0 and cum > _RISK:
+                next_alive = 1.0  # that pass comes (given), whatever the readings thought
+            p_last_at[n] = p_last  # the pass n ahead is the last one
+            cumulative += p_last
+            if first < 0 and cumulative > _RISK:
                 first = n
             n += 1
-            if nxt_alive < 1e-4 or (first >= 0 and n > first + 2) or lap < 0:
+            if next_alive < 1e-4 or (first >= 0 and n > first + 2) or lap < 0:
                 break
             t += lap
             if over():
@@ -138,24 +138,24 @@ class Ahead:
     def _lead_call(self, s, n, first, latest, lead):
         """Within the latest call, the one most likely within +-0.5 s of the lead; (call,
         the pass aimed at)."""
-        tp = self.time
-        st = self.error
-        pl = self.p_last
+        time_at = self.time
+        error_at = self.error
+        p_last_at = self.p_last
         best = -1.0
         call = latest
         aim = first
         for k in range(first, n):
-            for d in _OFFSETS:
-                x = tp[k] - lead + d
+            for shift in _OFFSETS:
+                x = time_at[k] - lead + shift
                 if x > latest:
                     x = latest
                 if x < s:
                     x = s
                 score = 0.0
                 for j in range(first, n):
-                    score += pl[j] * within(tp[j] - x - lead, st[j])
+                    score += p_last_at[j] * within(time_at[j] - x - lead, error_at[j])
                 # centred leads first, among calls as likely
-                off = tp[k] - x - lead
+                off = time_at[k] - x - lead
                 score -= 0.001 * (off if off > 0 else -off)
                 if score > best:
                     best = score
@@ -169,21 +169,21 @@ class Ahead:
         """A lead in revolutions: the call at the pass `revs` laps before the last one, or
         in the lap that ends there, most likely so within the latest call the risk bound
         allows; (call, the pass ahead aimed at as the last)."""
-        tp = self.time
-        pl = self.p_last
+        time_at = self.time
+        p_last_at = self.p_last
         best = -1.0
         call = s
         aim = 0
         i = 0  # the lap the call falls in: the one that ends at the pass i ahead
         for m in range(n):
-            x = tp[m] if tp[m] < latest else latest
+            x = time_at[m] if time_at[m] < latest else latest
             if x < s:
                 x = s
-            while i < m and tp[i] < x:
+            while i < m and time_at[i] < x:
                 i += 1
             j = i + revs  # the last pass that puts this call `revs` laps before it
-            if j < n and pl[j] > best:
-                best = pl[j]
+            if j < n and p_last_at[j] > best:
+                best = p_last_at[j]
                 call = x
                 aim = j
             if over():
@@ -192,55 +192,56 @@ class Ahead:
 
     def _late(self, x, n):
         """Probability that a call at x comes after the last pass (by the table)."""
-        tp = self.time
-        st = self.error
-        pl = self.p_last
-        r = 0.0
+        time_at = self.time
+        error_at = self.error
+        p_last_at = self.p_last
+        risk = 0.0
         for j in range(n):
-            if st[j] > 0:
-                r += pl[j] * cdf((x - tp[j]) / st[j])
-            elif x > tp[j]:
-                r += pl[j]
-        return r
+            if error_at[j] > 0:
+                risk += p_last_at[j] * cdf((x - time_at[j]) / error_at[j])
+            elif x > time_at[j]:
+                risk += p_last_at[j]
+        return risk
 
 
-def _next_alive(h, nxt, gw, gb, ga, void):
-    """The probability that reading h reaches the next pass (speed^2 nxt, gradient (gw, gb,
-    ga)), given the current pass and at most its chance of reaching this one. A pass that
-    voids the spin comes: the reading is weighed by how likely it thought it instead."""
-    if nxt <= 0:
+def _next_alive(h, v_next, grad_w, grad_b, grad_a, void):
+    """The probability that reading h reaches the next pass (speed^2 v_next, of gradient
+    (grad_w, grad_b, grad_a)), given the current pass and at most its chance of reaching this
+    one. A pass that voids the spin comes: the reading is weighed by how likely it thought it
+    instead."""
+    if v_next <= 0:
         return 0.0
-    na = h.alive(nxt, gw, gb, ga)
+    alive = h.alive(v_next, grad_w, grad_b, grad_a)
     if void:
-        p = na if na > 1e-9 else 1e-9
+        p = alive if alive > 1e-9 else 1e-9
         h.weight *= p / h.current
         h.current = p
-        na = 1.0
+        alive = 1.0
     else:
-        na /= h.current
-    return h.reached if na > h.reached else na
+        alive /= h.current
+    return h.reached if alive > h.reached else alive
 
 
-def _lap(h, nxt, gw, gb, ga, dt):
-    """The lap from reading h's pass to the next (speed^2 nxt, gradient (gw, gb, ga)), -1
-    where there is none; adds its derivatives by (w, b, a) to dt."""
-    if nxt <= 0:
+def _lap(h, v_next, grad_w, grad_b, grad_a, d_time):
+    """The lap from reading h's pass to the next (speed^2 v_next, of gradient (grad_w, grad_b,
+    grad_a)), -1 where there is none; adds its derivatives by (w, b, a) to d_time."""
+    if v_next <= 0:
         return -1.0
-    sv = sqrt(h.v)
-    sn = sqrt(nxt)
-    q = 1.0 / ((sv + sn) * (sv + sn))
-    dt[0] -= q * (h.gw / sv + gw / sn)  # lap = 2/(sv + sn)
-    dt[1] -= q * (h.gb / sv + gb / sn)
-    dt[2] -= q * (h.ga / sv + ga / sn)
-    return 2.0 / (sv + sn)
+    sqrt_v = sqrt(h.v)
+    sqrt_next = sqrt(v_next)
+    q = 1.0 / ((sqrt_v + sqrt_next) * (sqrt_v + sqrt_next))
+    d_time[0] -= q * (h.grad_w / sqrt_v + grad_w / sqrt_next)  # lap = 2/(sqrt_v + sqrt_next)
+    d_time[1] -= q * (h.grad_b / sqrt_v + grad_b / sqrt_next)
+    d_time[2] -= q * (h.grad_a / sqrt_v + grad_a / sqrt_next)
+    return 2.0 / (sqrt_v + sqrt_next)
 
 
 def _normalise(readings):
-    tot = 0.0
+    total = 0.0
     for h in readings:
-        tot += h.weight
+        total += h.weight
     for h in readings:
-        h.weight /= tot
+        h.weight /= total
 
 
 # --- the call counted to the drop ---
@@ -279,11 +280,11 @@ def drop_call_steps(p, s, u, b, k):
     t = s
     n = 0
     while n < MAX_AHEAD:
-        nxt = a * v - b
-        if nxt < v_c:
+        v_next = a * v - b
+        if v_next < v_c:
             break
-        t += 2.0 / (v**0.5 + nxt**0.5)  # a lap with speed^2 linear in the angle
-        v = nxt
+        t += 2.0 / (v**0.5 + v_next**0.5)  # a lap with speed^2 linear in the angle
+        v = v_next
         n += 1
         if over():
             yield
@@ -301,8 +302,8 @@ def drop_call_steps(p, s, u, b, k):
     p.revs_left = n
     if v > v_c:
         # the part of the lap until the speed^2, linear in the angle, meets v_c
-        nxt = a * v - b
-        t += 2.0 * (v**0.5 - v_c**0.5) / (v - nxt)
+        v_next = a * v - b
+        t += 2.0 * (v**0.5 - v_c**0.5) / (v - v_next)
     p.drop_s = t
     return t - p.lead_s
 
@@ -312,9 +313,9 @@ def _pass_ahead(a, s, u, b, k):
     Resumable: a checkpoint at each lap."""
     v = (u + a * u - b) / 2
     for _ in range(k):
-        nxt = a * v - b
-        s += 2.0 / (v**0.5 + nxt**0.5)
-        v = nxt
+        v_next = a * v - b
+        s += 2.0 / (v**0.5 + v_next**0.5)
+        v = v_next
         if over():
             yield
     return s

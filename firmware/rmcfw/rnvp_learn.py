@@ -71,19 +71,21 @@ def _learn_bracket_steps(wheel, passes, a, last, b, n):
     """v_c lay between the speed^2 at the last pass and the one the next pass would have
     had: that bracket of log v_c joins the recent spins'. False for a fit that does not
     slow down to a stop."""
-    nxt = a * last - b  # the speed^2 at the pass that did not come
-    if not 0 < nxt < last:
+    v_next = a * last - b  # the speed^2 at the pass that did not come
+    if not 0 < v_next < last:
         return False  # a fit that does not slow down to a stop: nothing to learn
     # each end of the bracket widened by WIDEN of its standard error: the highest of
     # noisy lower ends (the lowest of the upper ones) overshoots v_c by about the noise,
     # which set the centre high, the calls a lap early (lapgen at 20 ms: +0.05 in log v_c)
-    s2 = passes.rss / (n - 2)
-    low_se = sd(s2 * (a * a * passes.cov_ww - 2.0 * a * passes.cov_wb + passes.cov_bb)) / nxt
-    high_se = sd(s2 * passes.cov_ww) / last
+    pass_var = passes.rss / (n - 2)
+    low_se = (
+        sd(pass_var * (a * a * passes.cov_ww - 2.0 * a * passes.cov_wb + passes.cov_bb)) / v_next
+    )
+    high_se = sd(pass_var * passes.cov_ww) / last
     if b > 0 and n >= LEARN_LAPS and (n >= B_LAPS or wheel.loss_spins == 0):
         yield from _learn_loss_steps(wheel, passes, last, b, n)
     i = wheel.learned % SPINS
-    wheel.low[i] = log(nxt) - WIDEN * low_se
+    wheel.low[i] = log(v_next) - WIDEN * low_se
     wheel.high[i] = log(last) + WIDEN * high_se
     wheel.low_se[i] = low_se
     wheel.high_se[i] = high_se
@@ -116,27 +118,27 @@ def _spin_fit_steps(wheel, passes, laps):
     return f[0], f[1], n
 
 
-def _learn_noise_kind_steps(wheel, passes, f, rp, a):
+def _learn_noise_kind_steps(wheel, passes, f, rss_passes, a):
     """Whether the timing noise is on each pass or on each lap: the spin's likelihood
     under each, both fits having three parameters (speed, friction, and the pass times'
     offset or the first pass). The drag is the one the earlier spins left: this spin's
     own would take in much of a lap noise's drift. A drag off the mark bends the pass
     times as a drift does, and may choose the laps' fit too: it is the safer one then
     (lapgen's wheels at 20 ms: pass noise 0-14 spins of 36, lap noise 11-35, and none
-    on its fast wheel, whose spins are short). f: the spin's _spin_fit with drag a, rp
+    on its fast wheel, whose spins are short). f: the spin's _spin_fit with drag a, rss_passes
     its sum of squares. Resumable."""
     if f is None or f[2] < B_LAPS:
         return
     last, b, n = f
-    if rp < NOISE_MIN * n:
+    if rss_passes < NOISE_MIN * n:
         return  # times too exact to tell
     if (yield from passes.refine_steps(a, last, b, n, 0.0, 0.0, 0.0, True)) is None:
         return
     # the n laps, or the n pass times less the last one (whose own error the others
     # share), are equally many and told the same way: their maximum likelihoods compare
     if passes.rss > 0:
-        ll = 0.5 * (n * log(rp / passes.rss) + log(n + 1))
-        wheel.laps_log_odds = wheel.laps_log_odds * _FORGET_LL + ll
+        log_ratio = 0.5 * (n * log(rss_passes / passes.rss) + log(n + 1))
+        wheel.laps_log_odds = wheel.laps_log_odds * _FORGET_LL + log_ratio
 
 
 def _changed(wheel, passes, f):
@@ -148,28 +150,28 @@ def _changed(wheel, passes, f):
     if f is None:
         return False
     last, b, n = f
-    nxt = a * last - b
-    if not (b > 0 and 0 < nxt < last):
+    v_next = a * last - b
+    if not (b > 0 and 0 < v_next < last):
         return False
-    lo = log(nxt)
+    lo = log(v_next)
     hi = log(last)
-    s2 = passes.rss / (n - 2)  # the pass-time variance, and the bracket's own error
-    ev = s2 * passes.cov_ww / (last * last)
-    c, sc2 = wheel.belief()
-    sc = sd(sc2 + ev)
-    same = cdf((hi - c) / sc) - cdf((lo - c) / sc)
-    sn = sqrt(SD_WHEELS * SD_WHEELS + ev)
-    new = cdf((hi - wheel.general) / sn) - cdf((lo - wheel.general) / sn)
+    pass_var = passes.rss / (n - 2)  # the pass-time variance, and the bracket's own error
+    var_bracket = pass_var * passes.cov_ww / (last * last)
+    c, var_c = wheel.belief()
+    sd_same = sd(var_c + var_bracket)
+    same = cdf((hi - c) / sd_same) - cdf((lo - c) / sd_same)
+    sd_new = sqrt(SD_WHEELS * SD_WHEELS + var_bracket)
+    new = cdf((hi - wheel.general) / sd_new) - cdf((lo - wheel.general) / sd_new)
     if wheel.friction_spins:
-        lb = log(b)
-        err = passes.cov_bb * s2 / (b * b)
+        log_b = log(b)
+        err = passes.cov_bb * pass_var / (b * b)
         b0, sd_b = wheel.friction_prior()
-        vw = sd_b * sd_b + err
-        d = lb - log(b0)
-        same *= exp(-0.5 * d * d / vw) / sqrt(vw)
-        vn = SD_WHEELS * SD_WHEELS + wheel.loss_belief()[1] + err
-        d = lb - log(wheel.friction_for(wheel.general, a))
-        new *= exp(-0.5 * d * d / vn) / sqrt(vn)
+        var_same = sd_b * sd_b + err
+        d = log_b - log(b0)
+        same *= exp(-0.5 * d * d / var_same) / sqrt(var_same)
+        var_new = SD_WHEELS * SD_WHEELS + wheel.loss_belief()[1] + err
+        d = log_b - log(wheel.friction_for(wheel.general, a))
+        new *= exp(-0.5 * d * d / var_new) / sqrt(var_new)
     p = wheel.p_same_wheel()
     return p * same < _CHANGED * (1.0 - p) * new
 
@@ -178,13 +180,13 @@ def _learn_friction(wheel, b, err):
     """The friction b of this wheel's spins: its log mean, each spin weighed by how
     sharply it told it (err: its fit's variance of log b), so that short noisy spins move
     it little and the mean's own error is known; and the spin-to-spin variance."""
-    lb = log(b)
+    log_b = log(b)
     w = 1.0 / (wheel.friction_variation() + err)
     if wheel.friction_spins == 0:
-        wheel.friction_log = lb
+        wheel.friction_log = log_b
         wheel.friction_weight = w
     else:
-        d = lb - wheel.friction_log
+        d = log_b - wheel.friction_log
         n = wheel.friction_spins
         k = 1.0 / (n + 1) if n < 7 else 0.125
         # d scatters by the variation, this fit's error and the mean's own
@@ -200,25 +202,27 @@ def _learn_friction(wheel, b, err):
 def _learn_loss_steps(wheel, passes, last, b, n):
     """r, the share of v_c a lap from v_c would lose, as a spin on a wheel of its own
     (rmcfw.rnvp_readings) tells it: its drag fitted too, from what wheels in general have.
-    v_c lay in (nxt, last], so r in [g + b/last, g + b/nxt). The middle, less the bracket's
+    v_c lay in (v_next, last], so r in [g + b/last, g + b/v_next). The middle, less the bracket's
     (uniform) and the fit's own variance, leaves the spin-to-spin variation."""
-    s2 = passes.rss / (n - 2)
-    if s2 < NOISE_MIN:
-        s2 = NOISE_MIN
-    f = yield from passes.refine_steps(A_NEW, last, b, n, 0.0, 0.0, s2 / (SD_A * SD_A))
+    pass_var = passes.rss / (n - 2)
+    if pass_var < NOISE_MIN:
+        pass_var = NOISE_MIN
+    f = yield from passes.refine_steps(A_NEW, last, b, n, 0.0, 0.0, pass_var / (SD_A * SD_A))
     if f is None:
         return
     last, b = f
     a = passes.drag_fit
     g = 1.0 - a
-    nxt = a * last - b
-    if not (b > 0 and 0 < nxt < last):
+    v_next = a * last - b
+    if not (b > 0 and 0 < v_next < last):
         return
     lo = log(g + b / last)
-    hi = log(g + b / nxt)
+    hi = log(g + b / v_next)
     d = (lo + hi) / 2 - wheel.loss_log
-    e = b / (g * nxt + b)  # d log r / d log b, about
-    err = e * e * passes.cov_bb * passes.rss / (n - 2) / (b * b) + (hi - lo) * (hi - lo) / 12
+    slope = b / (g * v_next + b)  # d log r / d log b, about
+    err = (
+        slope * slope * passes.cov_bb * passes.rss / (n - 2) / (b * b) + (hi - lo) * (hi - lo) / 12
+    )
     k = wheel.loss_spins if wheel.loss_spins < _LOSS_SPINS else _LOSS_SPINS
     wheel.loss_log += d / (k + 2)  # the prior weighs as one spin
     wheel.loss_var += (d * d - err - wheel.loss_var) / (k + 1)
@@ -239,19 +243,19 @@ def _learn_drag_steps(wheel, passes, laps):
     n = laps if laps < PASSES - 1 else PASSES - 1
     if (yield from passes.refine_steps(a, (u + a * u - b) / 2, b, n, 0.0, 0.0, 1e-12)) is None:
         return
-    s2 = passes.rss / (n - 3)  # the pass-time variance of this spin
-    if s2 < 1e-12:
-        s2 = 1e-12
-    var = s2 * passes.cov_aa
+    pass_var = passes.rss / (n - 3)  # the pass-time variance of this spin
+    if pass_var < 1e-12:
+        pass_var = 1e-12
+    var = pass_var * passes.cov_aa
     if not var > 0:
         return
-    est = passes.drag_fit
-    if est > 1.0 + 5 * var**0.5 or est < A_MIN:
+    a_spin = passes.drag_fit
+    if a_spin > 1.0 + 5 * var**0.5 or a_spin < A_MIN:
         return  # a fit that makes no physical sense: nothing learned
     prec = 1.0 / var
     # what earlier spins said counts a little less each spin (a wheel drifts)
     wheel.drag_precision *= _FORGET
-    wheel.drag = (wheel.drag_precision * wheel.drag + prec * est) / (wheel.drag_precision + prec)
+    wheel.drag = (wheel.drag_precision * wheel.drag + prec * a_spin) / (wheel.drag_precision + prec)
     wheel.drag_precision += prec
     wheel.drag_spins += 1
     if wheel.drag > 1.0:

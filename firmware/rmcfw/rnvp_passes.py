@@ -28,8 +28,8 @@ class Passes:
         self.cov_wa = self.cov_ba = self.cov_aa = 0.0
         self.rss = 0.0
         self.drag_fit = 1.0
-        self._m = [0.0] * 16  # the normal matrix of a fit, then its inverse
-        self._y = [0.0] * 4  # its right-hand side
+        self._normal = [0.0] * 16  # the normal matrix of a fit, then its inverse
+        self._rhs = [0.0] * 4  # its right-hand side
         self._walked = False  # _walk reached the passes asked (the model has them all)
 
     def add(self, s):
@@ -67,33 +67,33 @@ class Passes:
             fade = self.fade
         if k < 2:
             return None
-        scc = scd = sdd = scu = sdu = 0.0
+        sum_cc = sum_cd = sum_dd = sum_cu = sum_du = 0.0
         c = 1.0
         d = 0.0
-        w = 1.0
+        weight = 1.0
         inv = 1.0 / a
         for j in range(k):
             u = self.u(laps - 1 - j)
             if u <= 0:
                 return None
-            wn = w / (u * u * u)  # lap-time noise weighs on u as u^1.5
-            scc += wn * c * c
-            scd += wn * c * d
+            lap_weight = weight / (u * u * u)  # lap-time noise weighs on u as u^1.5
+            sum_cc += lap_weight * c * c
+            sum_cd += lap_weight * c * d
             if over():
                 yield  # (a lap's sums take ~0.2 ms on the chip: a checkpoint halfway)
-            sdd += wn * d * d
-            scu += wn * c * u
-            sdu += wn * d * u
+            sum_dd += lap_weight * d * d
+            sum_cu += lap_weight * c * u
+            sum_du += lap_weight * d * u
             c *= inv
             d = d * inv + inv
-            w *= fade
+            weight *= fade
             if over():
                 yield
-        det = scc * sdd - scd * scd
+        det = sum_cc * sum_dd - sum_cd * sum_cd
         if det <= 0:
             return None
-        u = (sdd * scu - scd * sdu) / det
-        b = (scc * sdu - scd * scu) / det
+        u = (sum_dd * sum_cu - sum_cd * sum_du) / det
+        b = (sum_cc * sum_du - sum_cd * sum_cu) / det
         return u, b
 
     def refine(self, a, w, b, k, b0=0.0, lam=0.0, lam_a=0.0, lap_noise=False):
@@ -118,7 +118,7 @@ class Passes:
         (pass-time variance)/lam_a): a wheel not yet learned, or drifting, is then not
         taken for a known one. Otherwise a is held."""
         a0 = a
-        m = self._m
+        m = self._normal
         rss = 0.0
         for _ in range(4):
             if w <= 0 or a <= 0:
@@ -133,7 +133,7 @@ class Passes:
             self._priors(lam, lam * (b0 - b), lam_a, lam_a * (a0 - a))
             if not (yield from invert4_steps(m)):
                 return None
-            y = self._y
+            y = self._rhs
             w += m[0] * y[0] + m[1] * y[1] + m[2] * y[2] + m[3] * y[3]
             b += m[1] * y[0] + m[5] * y[1] + m[6] * y[2] + m[7] * y[3]
             if lam_a > 0:
@@ -166,143 +166,144 @@ class Passes:
         inv = 1.0 / a
         v = w
         tau = 0.0  # model time of pass last-j, relative to the last pass
-        dw = db = da = 0.0  # its derivatives
-        gw = 1.0  # dv/dw, dv/db, dv/da of the speed^2 at that pass
-        gb = ga = 0.0
+        d_w = d_b = d_a = 0.0  # its derivatives
+        grad_w = 1.0  # dv/dw, dv/db, dv/da of the speed^2 at that pass
+        grad_b = grad_a = 0.0
         times = self.times
         last = self.count - 1
-        y0 = times[last]
+        t_last = times[last]
         # each pass's sqrt(v) is the one before it in the walk's: taken once (every float
         # operation allocates on the chip, and this runs 4 x k times a refit)
-        sn = sqrt(v)
+        sqrt_v = sqrt(v)
         for j in range(k + 1):
-            yield (times[last - j] - y0) - tau, dw, db, da
+            yield (times[last - j] - t_last) - tau, d_w, d_b, d_a
             # one pass further back
-            vp = (v + b) * inv
-            if vp <= 0:
+            v_prev = (v + b) * inv
+            if v_prev <= 0:
                 return
-            sv = sqrt(vp)
-            ss = sv + sn
-            q = 1.0 / (ss * ss)
-            # lap = 2/(sv+sn): d lap = -q*(dvp/sv + dv/sn)
-            gwp = gw * inv
-            gbp = (gb + 1.0) * inv
-            gap = (ga - vp) * inv
-            tau -= 2.0 / ss
+            sqrt_prev = sqrt(v_prev)
+            sqrt_sum = sqrt_prev + sqrt_v
+            q = 1.0 / (sqrt_sum * sqrt_sum)
+            # lap = 2/(sqrt_prev + sqrt_v): d lap = -q*(dv_prev/sqrt_prev + dv/sqrt_v)
+            grad_w_prev = grad_w * inv
+            grad_b_prev = (grad_b + 1.0) * inv
+            grad_a_prev = (grad_a - v_prev) * inv
+            tau -= 2.0 / sqrt_sum
             if over():
                 yield None
-            dw += q * (gwp / sv + gw / sn)
-            db += q * (gbp / sv + gb / sn)
-            da += q * (gap / sv + ga / sn)
-            v = vp
-            sn = sv
-            gw = gwp
-            gb = gbp
-            ga = gap
+            d_w += q * (grad_w_prev / sqrt_prev + grad_w / sqrt_v)
+            d_b += q * (grad_b_prev / sqrt_prev + grad_b / sqrt_v)
+            d_a += q * (grad_a_prev / sqrt_prev + grad_a / sqrt_v)
+            v = v_prev
+            sqrt_v = sqrt_prev
+            grad_w = grad_w_prev
+            grad_b = grad_b_prev
+            grad_a = grad_a_prev
             if over():
                 yield None
         self._walked = True
 
     def _pass_sums(self, rows, k):
         """The error is on each pass (sensors, video frames): the normal equations of the
-        k+1 pass rows, in (dw, db, da, d_offset), into _m (upper triangle) and _y. Returns
+        k+1 pass rows, in (d_w, d_b, d_a, d_offset), into _normal (upper triangle) and _rhs. Returns
         the residual sum of squares; checkpoints in each row and in the walk's (a None
         row)."""
-        sww = swb = swa = sbb = sba = saa = 0.0  # sums of the gradients' products
-        sw = sb = sa = 0.0  # ... and of the gradients: the offset's column
-        yw = yb = ya = yo = 0.0  # the gradients times the residuals
+        # sums of the gradients' products
+        sum_ww = sum_wb = sum_wa = sum_bb = sum_ba = sum_aa = 0.0
+        sum_w = sum_b = sum_a = 0.0  # ... and of the gradients: the offset's column
+        y_w = y_b = y_a = y_offset = 0.0  # the gradients times the residuals
         rss = 0.0
         for row in rows:
             if row is None:
                 yield  # the walk's checkpoint: the slice's time is up
                 continue
-            r, gw, gb, ga = row
-            sww += gw * gw
-            swb += gw * gb
-            swa += gw * ga
-            sbb += gb * gb
-            sba += gb * ga
-            saa += ga * ga
+            r, d_w, d_b, d_a = row
+            sum_ww += d_w * d_w
+            sum_wb += d_w * d_b
+            sum_wa += d_w * d_a
+            sum_bb += d_b * d_b
+            sum_ba += d_b * d_a
+            sum_aa += d_a * d_a
             if over():
                 yield
-            sw += gw
-            sb += gb
-            sa += ga
-            yw += gw * r
-            yb += gb * r
-            ya += ga * r
-            yo += r
+            sum_w += d_w
+            sum_b += d_b
+            sum_a += d_a
+            y_w += d_w * r
+            y_b += d_b * r
+            y_a += d_a * r
+            y_offset += r
             rss += r * r
             if over():
                 yield
-        m = self._m
-        y = self._y
+        m = self._normal
+        y = self._rhs
         # (set here, not by a function: one of 10 arguments has a frame the heap would take)
-        m[0] = sww
-        m[1] = swb
-        m[2] = swa
-        m[5] = sbb
-        m[6] = sba
-        m[10] = saa
-        y[0] = yw
-        y[1] = yb
-        y[2] = ya
-        m[3] = sw
-        m[7] = sb
-        m[11] = sa
+        m[0] = sum_ww
+        m[1] = sum_wb
+        m[2] = sum_wa
+        m[5] = sum_bb
+        m[6] = sum_ba
+        m[10] = sum_aa
+        y[0] = y_w
+        y[1] = y_b
+        y[2] = y_a
+        m[3] = sum_w
+        m[7] = sum_b
+        m[11] = sum_a
         m[15] = float(k + 1)
-        y[3] = yo
+        y[3] = y_offset
         return rss
 
     def _lap_sums(self, rows):
         """The error is on each lap (laps clocked one by one, so the passes drift): the
         normal equations of the lap rows, each the difference of the two pass rows around
-        it, in (dw, db, da) with no offset. Returns the residual sum of squares; checkpoints
+        it, in (d_w, d_b, d_a) with no offset. Returns the residual sum of squares; checkpoints
         in each row and in the walk's (a None row)."""
-        sww = swb = swa = sbb = sba = saa = 0.0
-        yw = yb = ya = 0.0
+        sum_ww = sum_wb = sum_wa = sum_bb = sum_ba = sum_aa = 0.0
+        y_w = y_b = y_a = 0.0
         rss = 0.0
         # the pass after the lap (rows go back in time; a walk's first row comes before its
         # first checkpoint)
-        rp, pw, pb, pa = next(rows)
+        r_after, d_w_after, d_b_after, d_a_after = next(rows)
         for row in rows:
             if row is None:
                 yield  # the walk's checkpoint: the slice's time is up
                 continue
-            r, dw, db, da = row
-            x = rp - r
-            gw = pw - dw
-            gb = pb - db
-            ga = pa - da
-            sww += gw * gw
-            swb += gw * gb
-            swa += gw * ga
-            sbb += gb * gb
-            sba += gb * ga
-            saa += ga * ga
+            r, d_w, d_b, d_a = row
+            r_lap = r_after - r
+            g_w = d_w_after - d_w
+            g_b = d_b_after - d_b
+            g_a = d_a_after - d_a
+            sum_ww += g_w * g_w
+            sum_wb += g_w * g_b
+            sum_wa += g_w * g_a
+            sum_bb += g_b * g_b
+            sum_ba += g_b * g_a
+            sum_aa += g_a * g_a
             if over():
                 yield
-            yw += gw * x
-            yb += gb * x
-            ya += ga * x
-            rss += x * x
-            rp = r
-            pw = dw
-            pb = db
-            pa = da
+            y_w += g_w * r_lap
+            y_b += g_b * r_lap
+            y_a += g_a * r_lap
+            rss += r_lap * r_lap
+            r_after = r
+            d_w_after = d_w
+            d_b_after = d_b
+            d_a_after = d_a
             if over():
                 yield
-        m = self._m
-        y = self._y
-        m[0] = sww
-        m[1] = swb
-        m[2] = swa
-        m[5] = sbb
-        m[6] = sba
-        m[10] = saa
-        y[0] = yw
-        y[1] = yb
-        y[2] = ya
+        m = self._normal
+        y = self._rhs
+        m[0] = sum_ww
+        m[1] = sum_wb
+        m[2] = sum_wa
+        m[5] = sum_bb
+        m[6] = sum_ba
+        m[10] = sum_aa
+        y[0] = y_w
+        y[1] = y_b
+        y[2] = y_a
         m[3] = m[7] = m[11] = y[3] = 0.0  # no offset: its row says d_offset = 0
         m[15] = 1.0
         return rss
@@ -311,8 +312,8 @@ class Passes:
         """Add the priors to the normal equations (on b: lam, lam_b; on a: lam_a, lam_da,
         or a held when lam_a is 0), before they are solved. (Not steps: a generator is
         allocated at each call, 4 a fit.)"""
-        m = self._m
-        y = self._y
+        m = self._normal
+        y = self._rhs
         m[5] += lam
         y[1] += lam_b
         if lam_a > 0:

@@ -22,7 +22,7 @@ FIT_SEEN = const(10)  # the ball was seen slowing
 
 class Reading:
     """One reading of the spin, and where it stands as it is followed pass by pass ahead:
-    the speed^2 v at the pass, its gradient (gw, gb, ga) by the fit's (w, b, a), the
+    the speed^2 v at the pass, its gradient (grad_w, grad_b, grad_a) by the fit's (w, b, a), the
     probability that the pass is reached, and that of the current pass (given the spin)."""
 
     def __init__(self, fit, centre, own, variance, weight):
@@ -32,55 +32,55 @@ class Reading:
         self.variance = variance  # ... and variance
         self.weight = weight
         self.v = fit[FIT_W]
-        self.gw = 1.0
-        self.gb = 0.0
-        self.ga = 0.0
+        self.grad_w = 1.0
+        self.grad_b = 0.0
+        self.grad_a = 0.0
         self.reached = 1.0
         self.current = 1.0
 
-    def alive(self, v, gw, gb, ga):
-        """That a pass of speed^2 v, of gradient (gw, gb, ga), comes: with log v_c normal,
-        P(v_c < v); or on a wheel of its own, P(r > the share of v the lap after it would
-        lose) for log r normal."""
+    def alive(self, v, grad_w, grad_b, grad_a):
+        """That a pass of speed^2 v, of gradient (grad_w, grad_b, grad_a), comes: with log v_c
+        normal, P(v_c < v); or on a wheel of its own, P(r > the share of v the lap after it
+        would lose) for log r normal."""
         f = self.fit
         if not self.own:
-            var = f[FIT_NOISE] * quad(gw / v, gb / v, ga / v, *f[FIT_COV:FIT_SEEN])
+            var = f[FIT_NOISE] * quad(grad_w / v, grad_b / v, grad_a / v, *f[FIT_COV:FIT_SEEN])
             return cdf((log(v) - self.centre) / sd(self.variance + var))
         b = f[FIT_B]
         q = b / v + 1.0 - f[FIT_A]
         if q <= 0:
             return 1.0  # a ball gaining speed
         h = b / (v * v)
-        gw = (-h * gw) / q  # the gradient of log q
-        gb = (1.0 / v - h * gb) / q
-        ga = (-h * ga - 1.0) / q
-        var = f[FIT_NOISE] * quad(gw, gb, ga, *f[FIT_COV:FIT_SEEN])
+        grad_w = (-h * grad_w) / q  # the gradient of log q
+        grad_b = (1.0 / v - h * grad_b) / q
+        grad_a = (-h * grad_a - 1.0) / q
+        var = f[FIT_NOISE] * quad(grad_w, grad_b, grad_a, *f[FIT_COV:FIT_SEEN])
         return cdf((self.centre - log(q)) / sd(self.variance + var))
 
 
 def weigh(readings):
     """The current pass came: the readings weighed by how well they expected it (weights
     summing to 1). Returns the likeliest, whose pass times the call follows."""
-    tot = 0.0
+    total = 0.0
     for h in readings:
         p = h.alive(h.v, 1.0, 0.0, 0.0)
         h.current = p if p > 1e-9 else 1e-9
         h.weight *= h.current
-        tot += h.weight
-    dom = readings[0]
+        total += h.weight
+    likeliest = readings[0]
     for h in readings:
-        h.weight /= tot
-        if h.weight > dom.weight:
-            dom = h
-    return dom
+        h.weight /= total
+        if h.weight > likeliest.weight:
+            likeliest = h
+    return likeliest
 
 
-def readings(wheel, passes, u, k, n0):
+def readings(wheel, passes, u, k, noise_prior):
     """readings_steps() run to its end."""
-    return run(readings_steps(wheel, passes, u, k, n0))
+    return run(readings_steps(wheel, passes, u, k, noise_prior))
 
 
-def readings_steps(wheel, passes, u, k, n0):
+def readings_steps(wheel, passes, u, k, noise_prior):
     """The readings of the spin, or an empty list. Resumable (rmcfw.rnvp_slices):
     checkpoints in each fit.
 
@@ -90,9 +90,9 @@ def readings_steps(wheel, passes, u, k, n0):
     wheels share (DESIGN.md: last laps some 15 % longer than the one before), or, while
     this spin shows no friction of its own, at a drop speed as wheels in general have.
     This spin's slowing weighs them against each other. u: the last lap's mean speed^2,
-    k: the laps fitted, n0: the timing noise expected."""
+    k: the laps fitted, noise_prior: the timing noise expected."""
     a = wheel.drag
-    noise_floor = n0 if n0 > NOISE_MIN else NOISE_MIN
+    noise_floor = noise_prior if noise_prior > NOISE_MIN else NOISE_MIN
     # a wheel whose drag no spin has shown yet: fitted too
     lam_a = 0.0 if wheel.drag_spins else noise_floor * wheel.drag_precision
     loss_centre, loss_var = wheel.loss_belief()
@@ -103,7 +103,7 @@ def readings_steps(wheel, passes, u, k, n0):
     lam_a_any = noise_floor / (SD_A * SD_A)
     few = k < B_LAPS
     fit_any = yield from fit_steps(
-        passes, wheel.lap_noise, A_NEW, u, k, n0, b_any, var_b_any, lam_a_any, few
+        passes, wheel.lap_noise, A_NEW, u, k, noise_prior, b_any, var_b_any, lam_a_any, few
     )
     seen = fit_any is not None and fit_any[FIT_SEEN] and fit_any[FIT_B] > 0
     fit_own = fit_any if seen else None
@@ -112,7 +112,7 @@ def readings_steps(wheel, passes, u, k, n0):
     if p > 0:
         b0, sd_log_b = wheel.friction_prior()
         fit_learned = yield from fit_steps(
-            passes, wheel.lap_noise, a, u, k, n0, b0, sd_log_b * sd_log_b, lam_a
+            passes, wheel.lap_noise, a, u, k, noise_prior, b0, sd_log_b * sd_log_b, lam_a
         )
         if fit_learned is not None:
             c, var_c = wheel.belief()
@@ -135,33 +135,33 @@ def _p_learned(wheel, fit_own, b0, sd_log_b, b_any, var_b_any, p):
     v = fit_own[FIT_W]
     g = 1.0 - fit_own[FIT_A]
     lost = g * v + fit_own[FIT_B]
-    vb = fit_own[FIT_NOISE] * quad(g, 1.0, -v, *fit_own[FIT_COV:FIT_SEEN]) / (lost * lost)
-    lost_w = (1.0 - wheel.drag) * v + b0
-    d = log(lost / lost_w)
-    vw = sd_log_b * sd_log_b * b0 * b0 / (lost_w * lost_w) + vb
-    dn = log(lost / b_any)
-    vn = var_b_any + vb
-    lw = p * exp(-0.5 * d * d / vw) / sqrt(vw)
-    ln = (1.0 - p) * exp(-0.5 * dn * dn / vn) / sqrt(vn)
-    return lw / (lw + ln)
+    var_lost = fit_own[FIT_NOISE] * quad(g, 1.0, -v, *fit_own[FIT_COV:FIT_SEEN]) / (lost * lost)
+    lost_learned = (1.0 - wheel.drag) * v + b0
+    d_learned = log(lost / lost_learned)
+    var_learned = sd_log_b * sd_log_b * b0 * b0 / (lost_learned * lost_learned) + var_lost
+    d_any = log(lost / b_any)
+    var_any = var_b_any + var_lost
+    like_learned = p * exp(-0.5 * d_learned * d_learned / var_learned) / sqrt(var_learned)
+    like_any = (1.0 - p) * exp(-0.5 * d_any * d_any / var_any) / sqrt(var_any)
+    return like_learned / (like_learned + like_any)
 
 
-def fit(passes, lap_noise, a, u, k, n0, b0, var_lb, lam_a, unseen=False):
+def fit(passes, lap_noise, a, u, k, noise_prior, b0, var_log_b, lam_a, unseen=False):
     """fit_steps() run to its end."""
-    return run(fit_steps(passes, lap_noise, a, u, k, n0, b0, var_lb, lam_a, unseen))
+    return run(fit_steps(passes, lap_noise, a, u, k, noise_prior, b0, var_log_b, lam_a, unseen))
 
 
-def fit_steps(passes, lap_noise, a, u, k, n0, b0, var_lb, lam_a, unseen=False):
-    """The pass times fitted with a prior b0 on the friction (log variance var_lb), as a
+def fit_steps(passes, lap_noise, a, u, k, noise_prior, b0, var_log_b, lam_a, unseen=False):
+    """The pass times fitted with a prior b0 on the friction (log variance var_log_b), as a
     tuple read by the FIT_ indices, or None for a ball not seen slowing; with unseen, then
     the friction it may have unseen (two standard errors over the fit) and FIT_SEEN False.
     lap_noise: the noise is on each lap, the lap times are fitted. Resumable (checkpoints
     in the fit)."""
-    if lap_noise:  # a lap's variance: twice a pass's (n0 comes from pass-time fits)
-        n0 *= 2.0
+    if lap_noise:  # a lap's variance: twice a pass's (noise_prior comes from pass-time fits)
+        noise_prior *= 2.0
         lam_a *= 2.0
-    pn = n0 if n0 > NOISE_MIN else NOISE_MIN
-    lam = pn / (var_lb * b0 * b0)
+    noise_floor = noise_prior if noise_prior > NOISE_MIN else NOISE_MIN
+    lam = noise_floor / (var_log_b * b0 * b0)
     f = yield from passes.refine_steps(a, (u + a * u - b0) / 2, b0, k, b0, lam, lam_a, lap_noise)
     if f is None:
         return None
@@ -169,16 +169,16 @@ def fit_steps(passes, lap_noise, a, u, k, n0, b0, var_lb, lam_a, unseen=False):
     # a few laps' scatter is itself scattered: pooled with whole spins' noise, or before
     # any spin with hand-clocked laps' (DESIGN.md: tens of ms)
     dof = k - 2 if lam_a == 0 else k - 3  # pass (or lap) times less parameters fitted
-    noise = (passes.rss + _NOISE_DOF * n0) / (dof + _NOISE_DOF)
+    noise = (passes.rss + _NOISE_DOF * noise_prior) / (dof + _NOISE_DOF)
     # the speed^2 lost per lap: a ball not seen slowing gets no prediction
     a_fit = passes.drag_fit
     g = 1.0 - a_fit
     slow = g * v + b
-    c = (passes.cov_ww, passes.cov_wb, passes.cov_bb, passes.cov_wa, passes.cov_ba, passes.cov_aa)
-    var = noise * quad(g, 1.0, -v, *c)
+    cov = (passes.cov_ww, passes.cov_wb, passes.cov_bb, passes.cov_wa, passes.cov_ba, passes.cov_aa)
+    var = noise * quad(g, 1.0, -v, *cov)
     if slow <= 0 or slow * slow < 4.0 * var:
         if not unseen:
             return None
         b += 2.0 * sqrt(var) - slow
-        return (v, b, a_fit, noise) + c + (False,)
-    return (v, b, a_fit, noise) + c + (True,)
+        return (v, b, a_fit, noise) + cov + (False,)
+    return (v, b, a_fit, noise) + cov + (True,)

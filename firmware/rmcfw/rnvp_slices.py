@@ -30,8 +30,8 @@ def begin(clock, budget=SLICE_US):
 
 def over():
     """The slice's time is up (never without a clock): a checkpoint yields."""
-    c = _clock
-    return c is not None and (c() - _start) & _MASK >= _budget
+    clock = _clock
+    return clock is not None and (clock() - _start) & _MASK >= _budget
 
 
 def step(steps, clock, budget=SLICE_US):

@@ -169,8 +169,8 @@ class Wheel:
         (or what the brackets leave open), plus, with no prior, the youth of the learning."""
         m = self.spread if self.spread > self.margin else self.margin
         if not self.has_prior:
-            y = self.young / (self.learned + 1)
-            return sqrt(m * m + y * y)
+            youth = self.young / (self.learned + 1)
+            return sqrt(m * m + youth * youth)
         return m
 
     def belief(self):
@@ -182,30 +182,30 @@ class Wheel:
         if self.has_prior:
             m = self.spread if self.spread > self.margin else self.margin
             return self.centre, m * m
-        w = self.cross if self.cross > self.margin else self.margin
+        width = self.cross if self.cross > self.margin else self.margin
         p = 1.0 / (SD_WHEELS * SD_WHEELS)
-        pc = p * self.general
+        p_centre = p * self.general
         if self.learned:
-            o = self.open / 1.7320508 + 0.005  # the sd of a uniform over +-open
-            p += 1.0 / (o * o)
-            pc += self.centre / (o * o)
-        return pc / p, 1.0 / p + w * w
+            sd_open = self.open / 1.7320508 + 0.005  # the sd of a uniform over +-open
+            p += 1.0 / (sd_open * sd_open)
+            p_centre += self.centre / (sd_open * sd_open)
+        return p_centre / p, 1.0 / p + width * width
 
     def p_same_wheel(self):
         """The probability that a spin is on the wheel learned, before its laps are seen:
         high on a table, lower where wheels were seen to change lately, the more so while
         the one learned has few spins."""
-        y = self.learned + 1
-        r = _CHANGES + self.changes / (y * y)
+        spins = self.learned + 1
+        r = _CHANGES + self.changes / (spins * spins)
         return 1.0 - (r if r < 0.5 else 0.5)
 
     def friction_prior(self):
         """(b0, sd of log b): the friction this wheel's spins had; before any, what the
         drop speed and DESIGN.md's last lap some 15 % longer than the one before give."""
         if self.friction_spins == 0:
-            sc = self.sigma_c()
-            sr2 = self.loss_belief()[1] if self.loss_spins else _SD_B_NEW * _SD_B_NEW
-            return self.friction_for(self.centre, self.drag), sqrt(sr2 + sc * sc)
+            sd_c = self.sigma_c()
+            var_r = self.loss_belief()[1] if self.loss_spins else _SD_B_NEW * _SD_B_NEW
+            return self.friction_for(self.centre, self.drag), sqrt(var_r + sd_c * sd_c)
         return exp(self.friction_log), sqrt(self.friction_variation() + 1.0 / self.friction_weight)
 
     def friction_variation(self):
@@ -234,48 +234,52 @@ class Wheel:
 # --- the wheel learned as plain data, for the power-safe state (rmcfw.store), and back ---
 
 
-def export(w):
-    """The Wheel w's learning as plain data. The keys are the saved state's: kept as they
+def export(wheel):
+    """The Wheel's learning as plain data. The keys are the saved state's: kept as they
     are, so that a board's saved state survives an update."""
-    n = min(w.learned, SPINS)
+    n = min(wheel.learned, SPINS)
     return {
-        "a": w.drag,
-        "n": w.learned,
-        "lo": [w.low[i] for i in range(n)],
-        "hi": [w.high[i] for i in range(n)],
-        "se": [[w.low_se[i] for i in range(n)], [w.high_se[i] for i in range(n)]],
-        "drag": [w.drag_precision, w.drag_spins],
+        "a": wheel.drag,
+        "n": wheel.learned,
+        "lo": [wheel.low[i] for i in range(n)],
+        "hi": [wheel.high[i] for i in range(n)],
+        "se": [[wheel.low_se[i] for i in range(n)], [wheel.high_se[i] for i in range(n)]],
+        "drag": [wheel.drag_precision, wheel.drag_spins],
         # friction: log mean, variance, spins, precision
-        "b": [w.friction_log, w.friction_var, w.friction_spins, w.friction_weight],
-        "noise": [w.noise, w.noise_spins],  # pass-time variance (s^2), spins
-        "r": [w.loss_log, w.loss_var, w.loss_spins],  # log r: mean, variance, spins
-        "changes": w.changes,  # wheel changes seen lately
-        "laps_ll": w.laps_log_odds,  # the timing noise's kind: on each lap, not each pass
+        "b": [wheel.friction_log, wheel.friction_var, wheel.friction_spins, wheel.friction_weight],
+        "noise": [wheel.noise, wheel.noise_spins],  # pass-time variance (s^2), spins
+        "r": [wheel.loss_log, wheel.loss_var, wheel.loss_spins],  # log r: mean, variance, spins
+        "changes": wheel.changes,  # wheel changes seen lately
+        "laps_ll": wheel.laps_log_odds,  # the timing noise's kind: on each lap, not each pass
     }
 
 
-def restore(w, data):
+def restore(wheel, data):
     """Back to what export() gave; ignores data that does not fit (older formats too: what
     they lack starts afresh). False when nothing was restored."""
     try:
-        v = _read(data)
+        values = _read(data)
     except (KeyError, TypeError, ValueError, AttributeError):
         return False
-    if v is None or not _sound(v):
+    if values is None or not _sound(values):
         return False
-    lo, hi, se_lo, se_hi = v[0:4]
+    lo, hi, se_lo, se_hi = values[0:4]
     for i in range(len(lo)):
-        w.low[i] = lo[i]
-        w.high[i] = hi[i]
-        w.low_se[i] = se_lo[i]
-        w.high_se[i] = se_hi[i]
-    (w.drag, w.learned, w.drag_precision, w.drag_spins) = v[4:8]
-    (w.friction_log, w.friction_var, w.friction_spins) = v[8:11]
-    lbw = v[11]  # older formats: from the spins' count
-    w.friction_weight = lbw if lbw > 0 else w.friction_spins / w.friction_variation()
-    (w.noise, w.noise_spins, w.loss_log, w.loss_var, w.loss_spins) = v[12:17]
-    (w.changes, w.laps_log_odds) = v[17:19]
-    w.estimate(min(w.learned, SPINS))
+        wheel.low[i] = lo[i]
+        wheel.high[i] = hi[i]
+        wheel.low_se[i] = se_lo[i]
+        wheel.high_se[i] = se_hi[i]
+    (wheel.drag, wheel.learned, wheel.drag_precision, wheel.drag_spins) = values[4:8]
+    (wheel.friction_log, wheel.friction_var, wheel.friction_spins) = values[8:11]
+    weight = values[11]  # older formats: from the spins' count
+    wheel.friction_weight = (
+        weight if weight > 0 else wheel.friction_spins / wheel.friction_variation()
+    )
+    (wheel.noise, wheel.noise_spins, wheel.loss_log, wheel.loss_var, wheel.loss_spins) = (
+        values[12:17]
+    )  # fmt: skip
+    (wheel.changes, wheel.laps_log_odds) = values[17:19]
+    wheel.estimate(min(wheel.learned, SPINS))
     return True
 
 
@@ -287,12 +291,12 @@ def _read(data):
         return None
     a = float(data["a"])
     n = int(data["n"])
-    pa, ka = data.get("drag", (1.0 / (SD_A * SD_A), 0))
-    b = data.get("b", (0.0, 0.0, 0))
-    lb, lbv, nb = b[:3]
-    lbw = float(b[3]) if len(b) > 3 else 0.0
-    noise, nn = data.get("noise", (0.0, 0))
-    lr, lrv, nr = data.get("r", (log(B_OVER_VC), 0.0, 0))
+    drag_precision, drag_spins = data.get("drag", (1.0 / (SD_A * SD_A), 0))
+    friction = data.get("b", (0.0, 0.0, 0))
+    friction_log, friction_var, friction_spins = friction[:3]
+    friction_weight = float(friction[3]) if len(friction) > 3 else 0.0
+    noise, noise_spins = data.get("noise", (0.0, 0))
+    loss_log, loss_var, loss_spins = data.get("r", (log(B_OVER_VC), 0.0, 0))
     changes = float(data.get("changes", 0.0))
     laps_ll = float(data.get("laps_ll", LAPS_LOG_ODDS))
     # the brackets' standard errors (older formats: none, the centre as the brackets say)
@@ -302,21 +306,39 @@ def _read(data):
     se_lo = [float(x) for x in se_lo]
     se_hi = [float(x) for x in se_hi]
     return (
-        lo, hi, se_lo, se_hi, a, n, float(pa), int(ka), float(lb), float(lbv), int(nb), lbw,
-        float(noise), int(nn), float(lr), float(lrv), int(nr), changes, laps_ll,
+        lo, hi, se_lo, se_hi, a, n, float(drag_precision), int(drag_spins),
+        float(friction_log), float(friction_var), int(friction_spins), friction_weight,
+        float(noise), int(noise_spins), float(loss_log), float(loss_var), int(loss_spins),
+        changes, laps_ll,
     )  # fmt: skip
 
 
-def _sound(v):
+def _sound(values):
     """The values read are within their bounds."""
-    se_lo, se_hi, a, n, pa, ka, lb, lbv, nb, lbw, noise, nn, lr, lrv, nr, changes = v[2:18]
-    if not (A_MIN <= a <= 1.0 and n >= 0 and 0 < pa < 1e30 and lbv >= 0 and noise >= 0):
+    (
+        se_lo, se_hi, a, n, drag_precision, drag_spins, friction_log, friction_var,
+        friction_spins, friction_weight, noise, noise_spins, loss_log, loss_var, loss_spins,
+        changes,
+    ) = values[2:18]  # fmt: skip
+    if not (
+        A_MIN <= a <= 1.0
+        and n >= 0
+        and 0 < drag_precision < 1e30
+        and friction_var >= 0
+        and noise >= 0
+    ):
         return False
-    if ka < 0 or nb < 0 or nn < 0 or not -20 < lb < 20 or not 0 <= lbw < 1e30:
+    if (
+        drag_spins < 0
+        or friction_spins < 0
+        or noise_spins < 0
+        or not -20 < friction_log < 20
+        or not 0 <= friction_weight < 1e30
+    ):
         return False
-    if nr < 0 or lrv < 0 or not -20 < lr < 20 or not 0 <= changes < 1e6:
+    if loss_spins < 0 or loss_var < 0 or not -20 < loss_log < 20 or not 0 <= changes < 1e6:
         return False
-    if not -1e6 < v[18] < 1e6:
+    if not -1e6 < values[18] < 1e6:
         return False
     for x in se_lo + se_hi:
         if not 0 <= x < 10:
