@@ -97,6 +97,12 @@ def within(name: str, prefixes: set[str]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
+def _command(name: str) -> str | None:
+    """The sub-command module that name is in (rmc.commands.X), or None."""
+    parts = name.split(".")
+    return ".".join(parts[:3]) if parts[:2] == ["rmc", "commands"] and len(parts) > 2 else None
+
+
 def broken(host: list[Import], firmware: list[Import]) -> list[str]:
     """Every rule broken, one line each."""
     out = []
@@ -107,6 +113,8 @@ def broken(host: list[Import], firmware: list[Import]) -> list[str]:
         where = f"{i.module}:{i.line} imports {i.name}"
         if within(i.name, TOP) and not within(i.module, TOP):
             out.append(f"{where}: only the command line imports the command line")
+        if _command(i.module) and _command(i.name) and _command(i.name) != _command(i.module):
+            out.append(f"{where}: a command uses no other command; shared helpers live below")
         if within(i.module, SETTLEMENT) and (
             within(i.name, {"rmc"}) and not within(i.name, SETTLEMENT_MAY) and i.name != "rmc"
         ):
@@ -139,6 +147,8 @@ def test_every_part_is_read():
         ("rmcfw.spin", "from rmc import frames\n", "the firmware core may import"),
         ("rmc.checker", "from rmc.commands.check import read_key\n", "only the command line"),
         ("rmc.serve.config", "from ..commands import check\n", "only the command line"),
+        ("rmc.commands.replay", "from rmc.commands.check import x\n", "no other command"),
+        ("rmc.commands.replay", "from .check import unusable\n", "no other command"),
         ("rmc.settle", "from rmc.console import out\n", "the settlement imports only"),
         ("rmc.bets", "import rich\n", "the settlement has no user interface"),
         ("rmc.link", "from rmc.serve.store import Store\n", "the wire knows nothing"),

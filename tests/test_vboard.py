@@ -181,6 +181,12 @@ def test_rmc_vboard_rejects_bad_input(tmp_path):
     p = subprocess.run([*rmc, "vboard", "--speed", "fast"], capture_output=True, text=True)
     assert p.returncode == 2
     assert "not a speed" in p.stderr
+    for args, why in (
+        (["--sensors", str(tmp_path / "missing.jsonl")], "no trace file"),
+        (["--flash", str(tmp_path / "f.img")], "--pico takes --image FS.img"),
+    ):  # the virtual Pico's own checks, before any emulator starts
+        p = subprocess.run([*rmc, "vboard", "--pico", *args], capture_output=True, text=True)
+        assert p.returncode == 2 and why in p.stderr and "Traceback" not in p.stderr, p.stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"kind":"sensor","t_us":5,"ch":"pocket:99","v":1}\n')
     p = subprocess.run(

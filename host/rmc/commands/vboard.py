@@ -1,13 +1,16 @@
-"""`rmc vboard`: run the virtual board (the firmware on MicroPython's WebAssembly port)."""
+"""`rmc vboard`: run the virtual board, the firmware on MicroPython's WebAssembly port; with
+`--pico`, on an emulated RP2040 running MicroPython's own RP2040 build (docs/vpico.md)."""
 
 from __future__ import annotations
 
 import argparse
 import signal
 import sys
+import tempfile
 from pathlib import Path
 
 from rmc.vboard import VirtualBoard, VirtualBoardError
+from rmc.vpico import VirtualPico, build_image, firmware_files, missing
 
 EXIT_BAD_INPUT = 2
 
@@ -74,9 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.pico or args.image is not None:
-        from rmc.commands.vpico import run_pico
-
-        return run_pico(args)
+        return _run_pico(args)
     if args.sensors is not None and not args.sensors.is_file():
         print(f"rmc vboard: no trace file {args.sensors}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -102,6 +103,47 @@ def run(args: argparse.Namespace) -> int:
     if vb.repl_pty:
         print(f"PTY   {vb.repl_pty}   (mpremote connect {vb.repl_pty} ...)", flush=True)
     return serve_until_stopped(vb)
+
+
+def _run_pico(args: argparse.Namespace) -> int:
+    for given, what in ((args.sensors, "trace file"), (args.pins, "pin map")):
+        if given is not None and not given.is_file():
+            print(f"rmc vboard: no {what} {given}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if args.flash is not None or args.pty:
+        print("rmc vboard: --pico takes --image FS.img, not --flash or --pty", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    why = missing()
+    if why:
+        print(f"rmc vboard: the virtual Pico cannot run: {why}", file=sys.stderr)
+        return 1
+    with tempfile.TemporaryDirectory(prefix="rmc-vpico-") as tmp:
+        image = args.image
+        try:
+            if image is None or not image.exists():
+                # the firmware as `make deploy` puts it, on a fresh file system
+                image = build_image(
+                    image or Path(tmp) / "flash.img", firmware_files(Path(tmp) / "fw")
+                )
+        except (OSError, RuntimeError) as e:
+            print(f"rmc vboard: cannot build the flash image: {e}", file=sys.stderr)
+            return 1
+        vp = VirtualPico(
+            image=image,
+            sensors=args.sensors,
+            pins=args.pins,
+            repl_port=args.repl_port,
+            uart_port=args.uart_port,
+        )
+        try:
+            vp.start()
+        except VirtualBoardError as e:
+            print(f"rmc vboard: {e}", file=sys.stderr)
+            return 1
+        print(f"REPL  {vp.repl_url}   (mpremote connect {vp.repl_url} ...)", flush=True)
+        print(f"UART  {vp.uart_url}   (rmc record --port {vp.uart_url})", flush=True)
+        print(f"FLASH {image}   (LittleFS image, written as the chip writes)", flush=True)
+        return serve_until_stopped(vp)
 
 
 def serve_until_stopped(vb: VirtualBoard) -> int:
