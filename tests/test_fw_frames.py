@@ -4,11 +4,10 @@ MicroPython gives a Python function's frame (its locals, value stack and excepti
 stack space only up to 11 words (py/objfun.c, VM_MAX_STATE_ON_STACK); a bigger frame is taken
 from the heap at each call and freed at its return. That allocation is of several blocks,
 and MicroPython's allocator looks for such a run from the first free block on, past every
-fragment: on the RP2040, with the heap fragmented after a spin, one call cost up to ~1 ms,
-and the loop's 1 ms period was lost in every pass after the drop (docs/vpico.md,
-"Measured"). Each function here is compiled alone (after its module's const() names) by
-mpy-cross, which builds the .mpy files `make deploy` puts on the board, and its frame's size
-read from the .mpy's bytecode prelude.
+fragment: on the RP2040, with the heap fragmented after a spin, one call takes up to ~1 ms,
+a whole period of the loop (docs/vpico.md, "Measured"). Each function here is compiled alone
+(after its module's const() names) by mpy-cross, which builds the .mpy files `make deploy`
+puts on the board, and its frame's size read from the .mpy's bytecode prelude.
 """
 
 from __future__ import annotations
@@ -75,7 +74,7 @@ EVERY_PASS = [
     ("rmcfw/rnvp_slices.py", "", "step"),
     ("rmcfw/rnvp_slices.py", "", "begin"),
     ("rmcfw/rnvp_slices.py", "", "over"),
-    # a ball pass's REV, built and sent in the two passes after it (Wire.owe)
+    # a ball pass's REV, built, journaled and sent in the three passes after it (Wire.owe)
     ("board_pico.py", "Board", "_owed"),
     ("rmcfw/commands.py", "Wire", "work"),
 ]

@@ -191,8 +191,9 @@ class Spin:
         """The ball passed the sensors (Ball recorded it). (At each ball pass: its frame, and
         those of the helpers a pass on the track calls, within 11 words, the rest apart:
         board_pico.Board.step.) On the track, the pass's dear work waits for the loop's
-        next passes: its REV frame is built and sent in the next two (self.owe), its refit
-        in slices after them (Predictor.lap_start); what it decides is decided now."""
+        next passes: its REV frame is built, journaled and sent in the next three
+        (self.owe), its refit in slices after them (Predictor.lap_start); what it decides
+        is decided now."""
         s = self.state
         # (comparisons, not `in (...)`: a tuple of module names is built, on the heap, each time)
         if s == proto.S_BETS or s == proto.S_RESULT:

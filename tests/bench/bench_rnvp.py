@@ -1,6 +1,6 @@
 """ "Rien ne va plus" on lap data: how often the call is late, and how often its lead lies
 within ±0.5 s of the one asked (1 s), as `rmc rnvp` counts them (lead to the last pass).
-Run by `make bench`; the figures are the table in docs/firmware.md, "Measured".
+Run by `make bench`; the figures are the table in docs/firmware.md, "Figures".
 
 Data sets, every spin counted from the first of each file (the predictor learns the wheel
 as it goes), with the figure after the first 4 spins of each file beside it:
@@ -374,8 +374,6 @@ def main() -> int:
 
 
 LARGE_LINES = int(os.environ.get("RMC_BENCH_LARGE_LINES", "20000"))
-# issue 20's starting point on this machine (2 cores, shared): s, MB, for rmc rnvp --json
-BEFORE = {20_000: (70.8, 138)}
 
 
 def large_lines(count: int) -> list[list[float]]:
@@ -428,11 +426,8 @@ def large_file(con: Console) -> dict | None:
     t = Table(title=f"rmc rnvp --json on {LARGE_LINES:,} lines ({passes:,} laps)")
     for col in ("", "wall time", "peak memory", "the predictor alone", "per lap"):
         t.add_column(col, justify="right" if col else "left")
-    if LARGE_LINES in BEFORE:
-        s, mb = BEFORE[LARGE_LINES]
-        t.add_row("before issue 20", f"{s:.0f} s", f"{mb} MB", "", "")
     t.add_row(
-        "now" + ("" if run.returncode == 0 else f" (exit {run.returncode})"),
+        "rmc rnvp --json" + ("" if run.returncode == 0 else f" (exit {run.returncode})"),
         f"{took:.1f} s",
         f"{peak_mb:.0f} MB",
         f"{predictor:.1f} s",

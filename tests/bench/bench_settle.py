@@ -6,8 +6,8 @@ and the cost of preparing the book (validation excluded: the bets are already pa
 
 Then a very large file (issue 20): `rmc settle --json` on a BETS.json of LARGE_BETS bets
 (about 70 MB), run as a process, its wall time and peak memory (the process's maximum
-resident set). Before issue 20 the same file took 173 s and 1.3 GB on the same machine; the
-goal is well under 30 s and 500 MB. RMC_BENCH_LARGE_BETS=N changes the count (0: skip).
+resident set). The goal is well under 30 s and 500 MB. RMC_BENCH_LARGE_BETS=N changes the
+count (0: skip).
 """
 
 from __future__ import annotations
@@ -92,7 +92,6 @@ def main() -> None:
 
 
 LARGE_BETS = int(os.environ.get("RMC_BENCH_LARGE_BETS", "800000"))
-BEFORE = {800_000: (173.0, 1317)}  # issue 20's starting point here: s, MB
 
 
 def write_large(path: Path, count: int, seed: int = 20) -> None:
@@ -129,12 +128,9 @@ def large() -> None:
         sys.exit(1)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # kB on Linux
     table = Table(title=f"rmc settle --json on {LARGE_BETS:,} bets ({size / 1e6:.0f} MB)")
-    for col in ("", "wall time", "peak memory"):
-        table.add_column(col, justify="right" if col else "left")
-    if LARGE_BETS in BEFORE:
-        s, mb = BEFORE[LARGE_BETS]
-        table.add_row("before issue 20", f"{s:.0f} s", f"{mb:,} MB")
-    table.add_row("now", f"{took:.1f} s", f"{peak_mb:,.0f} MB")
+    for col in ("wall time", "peak memory"):
+        table.add_column(col, justify="right")
+    table.add_row(f"{took:.1f} s", f"{peak_mb:,.0f} MB")
     Console().print(table)
 
 

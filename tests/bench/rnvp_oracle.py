@@ -19,7 +19,7 @@ wheels' 252 (80 %).
     .venv/bin/python tests/bench/rnvp_oracle.py 0.02            # lapgen's wheels, 20 ms
     .venv/bin/python tests/bench/rnvp_oracle.py 0.02 --design   # DESIGN.md's growth
     .venv/bin/python tests/bench/rnvp_oracle.py 0.01 --grid 21 11 500
-The figures are in docs/firmware.md, "Measured".
+The figures are in docs/firmware.md, "Figures".
 """
 
 from __future__ import annotations

@@ -59,7 +59,7 @@ def total(cases, noise_s, warm=4, prior=False):
 # The issue asks for no late call and the lead within +-0.5 s on 9 spins out of 10. No late
 # call is met; the share is not on lapgen's slow wheels, whose drop speed jitters 3 % from
 # spin to spin: with last laps of 1.5 s or more no call covers both the pass before the drop
-# and the one before it. These bounds are the measured figures (docs/firmware.md, "Measured").
+# and the one before it. These bounds are the measured figures (docs/firmware.md, "Figures").
 def test_clean_laps_are_called_in_time():
     n, within, late = total(((0.8, 3), (1.1, 5), (1.4, 3), (1.6, 11)), 0.0)
     assert late == 0, (late, n)
