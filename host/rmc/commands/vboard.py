@@ -76,14 +76,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for given, what in ((args.sensors, "trace file"), (args.pins, "pin map")):
+        if given is not None and not given.is_file():
+            print(f"rmc vboard: no {what} {given}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     if args.pico or args.image is not None:
         return _run_pico(args)
-    if args.sensors is not None and not args.sensors.is_file():
-        print(f"rmc vboard: no trace file {args.sensors}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args.pins is not None and not args.pins.is_file():
-        print(f"rmc vboard: no pin map {args.pins}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     vb = VirtualBoard(
         sensors=args.sensors,
         speed=args.speed,
@@ -93,23 +91,10 @@ def run(args: argparse.Namespace) -> int:
         pins=args.pins,
         pty=args.pty,
     )
-    try:
-        vb.start()
-    except VirtualBoardError as e:
-        print(f"rmc vboard: {e}", file=sys.stderr)
-        return 1
-    print(f"REPL  {vb.repl_url}   (mpremote connect {vb.repl_url} ...)", flush=True)
-    print(f"UART  {vb.uart_url}   (rmc record --port {vb.uart_url})", flush=True)
-    if vb.repl_pty:
-        print(f"PTY   {vb.repl_pty}   (mpremote connect {vb.repl_pty} ...)", flush=True)
-    return serve_until_stopped(vb)
+    return _serve(vb)
 
 
 def _run_pico(args: argparse.Namespace) -> int:
-    for given, what in ((args.sensors, "trace file"), (args.pins, "pin map")):
-        if given is not None and not given.is_file():
-            print(f"rmc vboard: no {what} {given}", file=sys.stderr)
-            return EXIT_BAD_INPUT
     if args.flash is not None or args.pty:
         print("rmc vboard: --pico takes --image FS.img, not --flash or --pty", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -135,15 +120,23 @@ def _run_pico(args: argparse.Namespace) -> int:
             repl_port=args.repl_port,
             uart_port=args.uart_port,
         )
-        try:
-            vp.start()
-        except VirtualBoardError as e:
-            print(f"rmc vboard: {e}", file=sys.stderr)
-            return 1
-        print(f"REPL  {vp.repl_url}   (mpremote connect {vp.repl_url} ...)", flush=True)
-        print(f"UART  {vp.uart_url}   (rmc record --port {vp.uart_url})", flush=True)
-        print(f"FLASH {image}   (LittleFS image, written as the chip writes)", flush=True)
-        return serve_until_stopped(vp)
+        return _serve(vp, f"FLASH {image}   (LittleFS image, written as the chip writes)")
+
+
+def _serve(vb: VirtualBoard, also: str = "") -> int:
+    """Start the board, print where to reach it, and serve it until stopped."""
+    try:
+        vb.start()
+    except VirtualBoardError as e:
+        print(f"rmc vboard: {e}", file=sys.stderr)
+        return 1
+    print(f"REPL  {vb.repl_url}   (mpremote connect {vb.repl_url} ...)", flush=True)
+    print(f"UART  {vb.uart_url}   (rmc record --port {vb.uart_url})", flush=True)
+    if vb.repl_pty:
+        print(f"PTY   {vb.repl_pty}   (mpremote connect {vb.repl_pty} ...)", flush=True)
+    if also:
+        print(also, flush=True)
+    return serve_until_stopped(vb)
 
 
 def serve_until_stopped(vb: VirtualBoard) -> int:
