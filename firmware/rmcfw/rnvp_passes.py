@@ -1,5 +1,5 @@
 # The predictor's view of the spin on the track: its pass times, and the wheel's model fitted
-# to them (docs/firmware.md, "The predictor's model"). Going back from the last pass, each
+# to them (docs/firmware.md, "The model"). Going back from the last pass, each
 # lap's speed^2 follows from the next one's by the drag a and the friction b.
 from array import array
 from math import sqrt
