@@ -181,9 +181,14 @@ def test_rmc_vboard_rejects_bad_input(tmp_path):
     p = subprocess.run([*rmc, "vboard", "--speed", "fast"], capture_output=True, text=True)
     assert p.returncode == 2
     assert "not a speed" in p.stderr
+    short = tmp_path / "short.img"
+    short.write_bytes(b"not an image\n")
     for args, why in (
         (["--sensors", str(tmp_path / "missing.jsonl")], "no trace file"),
         (["--flash", str(tmp_path / "f.img")], "--pico takes --image FS.img"),
+        (["--image", str(tmp_path)], "not a file"),
+        (["--image", str(tmp_path / "no" / "f.img")], "no folder"),
+        (["--image", str(short)], "13 bytes, not a flash image of 1,441,792"),
     ):  # the virtual Pico's own checks, before any emulator starts
         p = subprocess.run([*rmc, "vboard", "--pico", *args], capture_output=True, text=True)
         assert p.returncode == 2 and why in p.stderr and "Traceback" not in p.stderr, p.stderr

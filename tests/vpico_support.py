@@ -43,7 +43,7 @@ def image(tmp_path: Path, nowdt: bool, table: str | None = None, name: str = "fl
     fw = firmware_files(tmp_path / "fw")
     extra = {}
     if nowdt:
-        # main.py starts the table without its watchdog (README, "Flashing"), so that
+        # main.py starts the table without its watchdog (docs/operating.md, "Deploy"), so that
         # mpremote's Ctrl-C leaves the chip at its REPL instead of being reset 2 s later
         extra["nowdt"] = b""
     if table:

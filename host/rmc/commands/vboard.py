@@ -10,7 +10,14 @@ import tempfile
 from pathlib import Path
 
 from rmc.vboard import VirtualBoard, VirtualBoardError
-from rmc.vpico import VirtualPico, build_image, firmware_files, missing
+from rmc.vpico import (
+    BLOCK_COUNT,
+    BLOCK_SIZE,
+    VirtualPico,
+    build_image,
+    firmware_files,
+    missing,
+)
 
 EXIT_BAD_INPUT = 2
 
@@ -98,6 +105,10 @@ def _run_pico(args: argparse.Namespace) -> int:
     if args.flash is not None or args.pty:
         print("rmc vboard: --pico takes --image FS.img, not --flash or --pty", file=sys.stderr)
         return EXIT_BAD_INPUT
+    bad = _bad_image(args.image)
+    if bad:
+        print(f"rmc vboard: --image {args.image}: {bad}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     why = missing()
     if why:
         print(f"rmc vboard: the virtual Pico cannot run: {why}", file=sys.stderr)
@@ -121,6 +132,20 @@ def _run_pico(args: argparse.Namespace) -> int:
             uart_port=args.uart_port,
         )
         return _serve(vp, f"FLASH {image}   (LittleFS image, written as the chip writes)")
+
+
+def _bad_image(image: Path | None) -> str:
+    """Why a flash image given cannot be used (empty: it can, or it is made when missing)."""
+    if image is None:
+        return ""
+    if not image.exists():
+        return "" if image.parent.is_dir() else f"no folder {image.parent}"
+    if not image.is_file():
+        return "not a file"
+    size = image.stat().st_size
+    if size != BLOCK_SIZE * BLOCK_COUNT:
+        return f"{size:,} bytes, not a flash image of {BLOCK_SIZE * BLOCK_COUNT:,}"
+    return ""
 
 
 def _serve(vb: VirtualBoard, also: str = "") -> int:
